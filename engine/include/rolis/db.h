@@ -1,0 +1,164 @@
+// Public API of the storage engine: Database, Table, Worker, Transaction and the
+// commit hook that replication attaches to. See docs/architecture.md.
+//
+// Threading model (Silo): every thread that runs transactions owns one Worker,
+// obtained once from Database::RegisterWorker(). A Worker and its transactions
+// are used by that thread only. Workers carry the thread-local state of the
+// commit protocol (last TID, epoch-based reclamation, commit-hook order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rolis/status.h"
+
+namespace rolis {
+
+using TableId = uint32_t;
+using WorkerId = uint32_t;
+
+// Limits enforced on every call; exceeding one returns kInvalidArgument or
+// kResourceExhausted and changes nothing.
+struct Limits {
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = 64 * 1024;
+  size_t max_write_set = 100000;  // entries per transaction
+  size_t max_read_set = 1000000;  // entries per transaction
+};
+
+// One write of a committed transaction, as handed to the commit hook and as
+// replayed on followers.
+struct WriteRecord {
+  TableId table;
+  std::string_view key;
+  std::string_view value;  // empty when is_delete
+  bool is_delete = false;
+};
+
+// Receives every committed read-write transaction, on the committing worker's
+// thread, in commit order per worker (commit_ts strictly increases per worker).
+// Implementations must be fast and must not call back into the transaction.
+class CommitHook {
+ public:
+  virtual ~CommitHook() = default;
+  virtual void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) = 0;
+};
+
+struct Options {
+  Limits limits;
+  // Period of the snapshot epoch advancer (Silo uses 40 ms). Read-only
+  // transactions read the snapshot of a recent closed epoch; reclamation of
+  // old versions and deleted records runs behind it.
+  uint32_t epoch_period_ms = 40;
+  uint32_t max_workers = 64;
+  CommitHook* commit_hook = nullptr;  // not owned; may be null
+};
+
+class Database;
+class Transaction;
+
+// A table handle; valid for the life of the Database.
+class Table {
+ public:
+  TableId id() const { return id_; }
+  const std::string& name() const { return name_; }
+
+ protected:
+  Table(TableId id, std::string name) : id_(id), name_(std::move(name)) {}
+  ~Table() = default;
+
+ private:
+  TableId id_;
+  std::string name_;
+};
+
+// Per-thread context. Create with Database::RegisterWorker on the thread that
+// will use it.
+class Worker {
+ public:
+  virtual ~Worker() = default;
+  virtual WorkerId id() const = 0;
+
+  // Starts a transaction. A Worker has at most one open transaction at a time;
+  // beginning another while one is open returns a transaction whose every
+  // operation fails with kFailedPrecondition.
+  virtual std::unique_ptr<Transaction> Begin() = 0;
+  // A read-only transaction on a consistent snapshot: never aborts, sees no
+  // partial transaction, may be slightly stale (at most ~2 epoch periods).
+  virtual std::unique_ptr<Transaction> BeginReadOnly() = 0;
+
+  // Must be called from time to time by a worker with no transaction open (an
+  // idle server thread), so reclamation is not held back by it.
+  virtual void Quiesce() = 0;
+};
+
+// Scan visitor: return false to stop early.
+using ScanVisitor = std::function<bool(std::string_view key, std::string_view value)>;
+
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+
+  // Reads see the transaction's own writes.
+  virtual Status Get(Table* table, std::string_view key, std::string* value) = 0;
+  // Forward scan of keys in [begin, end) (end empty = unbounded), at most
+  // `limit` keys (0 = no limit). The range is validated at commit (phantoms).
+  virtual Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
+                      const ScanVisitor& visit) = 0;
+  // Upsert.
+  virtual Status Put(Table* table, std::string_view key, std::string_view value) = 0;
+  // Fails with kAlreadyExists if the key is present (checked again at commit).
+  virtual Status Insert(Table* table, std::string_view key, std::string_view value) = 0;
+  // Fails with kNotFound if absent.
+  virtual Status Delete(Table* table, std::string_view key) = 0;
+
+  // OK, or kAborted (retry the whole transaction). After Commit or Abort every
+  // call returns kFailedPrecondition.
+  virtual Status Commit() = 0;
+  virtual void Abort() = 0;
+
+  // Commit timestamp of a committed read-write transaction (0 otherwise).
+  virtual uint64_t commit_ts() const = 0;
+  virtual bool read_only() const = 0;
+};
+
+struct DatabaseStats {
+  uint64_t commits = 0;
+  uint64_t aborts = 0;
+  uint64_t live_records = 0;
+  uint64_t live_versions = 0;      // record versions not yet reclaimed
+  uint64_t pending_reclaim = 0;    // objects waiting for the epoch to pass
+  uint64_t snapshot_epoch = 0;
+  uint64_t current_epoch = 0;
+};
+
+class Database {
+ public:
+  static std::unique_ptr<Database> Open(const Options& options);
+  virtual ~Database() = default;
+
+  virtual Status CreateTable(std::string_view name, Table** table) = 0;
+  // kNotFound for an unknown name.
+  virtual Status GetTable(std::string_view name, Table** table) = 0;
+  virtual Status GetTable(TableId id, Table** table) = 0;
+
+  virtual std::unique_ptr<Worker> RegisterWorker() = 0;
+
+  // Installs a replicated write with last-writer-wins on `order` (larger
+  // wins; equal is a duplicate and ignored). Used by follower replay; no OCC.
+  // `order` is the replication key (epoch, ts) packed by the caller so that
+  // unsigned comparison orders it.
+  virtual Status ApplyReplicated(Worker* worker, const WriteRecord& write, uint64_t order_epoch,
+                                 uint64_t order_ts) = 0;
+
+  virtual const Limits& limits() const = 0;
+  virtual DatabaseStats Stats() const = 0;
+};
+
+}  // namespace rolis
