@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds the project's images from the binaries `make build` left in bin/
+# (see the Dockerfile for why the binaries come from the host):
+#   rolis/rolisd        --target rolisd     bin/rolisd
+#   rolis/rolis-operator --target operator  bin/rolis-operator
+#   rolis/rolis-tools   --target tools      bin/rolisctl + kubectl
+# Tag: $IMAGE_TAG, default the chart's appVersion (what the chart deploys).
+# An image whose binary is missing fails alone, with the reason, and the
+# others are still built; the exit status is non-zero if any failed.
+#   hack/kind/images.sh [rolisd] [operator] [tools]   (default: all)
+source "$(dirname "$0")/lib.sh"
+need_docker
+image_exists "$BASE_IMAGE" || "$KIND_DIR/base-images.sh" rolis-base
+TAG="${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$ROOT/charts/rolis-operator/Chart.yaml")}"
+PREFIX="${IMAGE_PREFIX:-rolis}"
+declare -A IMAGE=([rolisd]="$PREFIX/rolisd" [operator]="$PREFIX/rolis-operator" [tools]="$PREFIX/rolis-tools")
+declare -A NEEDS=([rolisd]="bin/rolisd" [operator]="bin/rolis-operator" [tools]="bin/rolisctl bin/kubectl")
+
+# Debian packages that hold the shared libraries of a binary (the host is the
+# same bookworm as the image, so the package names carry over).
+runtime_debs() {
+  local lib pkgs=() p
+  while read -r lib; do
+    p=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "${lib#/usr}" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null) \
+      || die "$1 links $lib, which no Debian package holds: it cannot go into an image"
+    pkgs+=("${p%%:*}")
+  done < <(ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | xargs -r realpath)
+  printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' '
+}
+
+build_one() { # TARGET
+  local t="$1" f missing=()
+  for f in ${NEEDS[$t]}; do [ -x "$ROOT/$f" ] || missing+=("$f"); done
+  if ((${#missing[@]})); then
+    echo "  $t: ${missing[*]} missing: run 'make build' (or the build of the component that makes it)" >&2
+    return 1
+  fi
+  local args=(--target "$t" --network host --build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg VERSION="$TAG")
+  if [ "$t" = rolisd ]; then
+    local debs; debs=$(runtime_debs "$ROOT/bin/rolisd")
+    info "rolisd runtime packages: ${debs:-none}"
+    args+=(--build-arg RUNTIME_DEBS="$debs")
+  fi
+  docker_build -q "${args[@]}" -t "${IMAGE[$t]}:$TAG" "$ROOT" >/dev/null || return 1
+  info "${IMAGE[$t]}:$TAG $(docker image inspect -f '{{.Size}}' "${IMAGE[$t]}:$TAG" | awk '{printf "%d MB", $1/1e6}')"
+}
+
+targets=("$@"); ((${#targets[@]})) || targets=(rolisd operator tools)
+# The tools image carries the cluster's kubectl (for `helm test` and e2e jobs).
+if [[ " ${targets[*]} " == *" tools "* ]] && [ ! -x "$ROOT/bin/kubectl" ]; then
+  mkdir -p "$ROOT/bin"
+  "${NICE[@]}" "$ROOT/hack/build-k8s.sh" kubectl >/dev/null && cp "$K8S_BIN/kubectl" "$ROOT/bin/kubectl"
+fi
+failed=()
+for t in "${targets[@]}"; do
+  [ -n "${IMAGE[$t]:-}" ] || die "unknown image target $t (rolisd, operator, tools)"
+  step "image ${IMAGE[$t]}:$TAG" build_one "$t" || { failed+=("$t"); log "image $t FAILED"; }
+done
+total_time
+((${#failed[@]} == 0)) || die "images not built: ${failed[*]}"
