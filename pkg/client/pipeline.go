@@ -1,0 +1,232 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+// PipelineOptions configures a Pipeline.
+type PipelineOptions struct {
+	// MaxInFlight bounds the transactions sent and not yet answered; 0 means 64.
+	// ExecuteAsync blocks while the window is full.
+	MaxInFlight int
+}
+
+// Pipeline keeps many one-shot transactions in flight on one ExecuteStream
+// (a bidirectional gRPC stream to the current target): requests carry a
+// sequence number and responses may come back in any order. It is safe for
+// concurrent use.
+//
+// A Pipeline does not retry or follow redirects by itself: a transaction that
+// aborts or reaches a follower completes with ErrAborted or ErrNotLeader
+// (the client's target then moves to the leader, so a new Pipeline goes
+// there). If the stream breaks, every pending and later call fails with the
+// stream's error.
+type Pipeline struct {
+	c             *Client
+	stream        rolisv1.Rolis_ExecuteStreamClient
+	cancel        context.CancelFunc
+	ep            *endpoint
+	serverRetries uint32
+	window        chan struct{}
+	recvDone      chan struct{}
+
+	sendMu sync.Mutex
+
+	mu      sync.Mutex
+	seq     uint64
+	pending map[uint64]func(*Result, error)
+	err     error // terminal error of the stream
+	closed  bool
+}
+
+// NewPipeline opens an ExecuteStream to the current target. ctx bounds the
+// life of the stream.
+func (c *Client) NewPipeline(ctx context.Context, opts PipelineOptions) (*Pipeline, error) {
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = 64
+	}
+	ep := c.target.Load()
+	sctx, cancel := context.WithCancel(ctx)
+	stream, err := ep.rolis[ep.pick()].ExecuteStream(sctx)
+	if err != nil {
+		cancel()
+		return nil, wrapErr("ExecuteStream", err, nil)
+	}
+	p := &Pipeline{
+		c: c, stream: stream, cancel: cancel, ep: ep, serverRetries: c.cfg.ServerRetries,
+		window:   make(chan struct{}, opts.MaxInFlight),
+		recvDone: make(chan struct{}),
+		pending:  make(map[uint64]func(*Result, error), opts.MaxInFlight),
+	}
+	go p.receive()
+	return p, nil
+}
+
+// Endpoint returns the address the stream goes to.
+func (p *Pipeline) Endpoint() string { return p.ep.addr }
+
+// ExecuteAsync sends ops as one transaction and returns at once (after
+// waiting for room in the window); done is called with the outcome from the
+// pipeline's receiving goroutine, so it must not block. The error returned
+// is non-nil only when the request was not sent, and then done is not called.
+func (p *Pipeline) ExecuteAsync(ctx context.Context, ops []Op, done func(*Result, error)) error {
+	select {
+	case p.window <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-p.recvDone:
+		return p.terminalErr()
+	}
+	req := &rolisv1.ExecuteRequest{Ops: make([]*rolisv1.Op, len(ops)), MaxRetries: p.serverRetries}
+	for i := range ops {
+		req.Ops[i] = ops[i].proto()
+	}
+	p.mu.Lock()
+	if p.err != nil || p.closed {
+		err := p.err
+		p.mu.Unlock()
+		<-p.window
+		if err == nil {
+			err = ErrClosed
+		}
+		return err
+	}
+	p.seq++
+	req.Seq = p.seq
+	p.pending[req.Seq] = done
+	p.mu.Unlock()
+
+	p.sendMu.Lock()
+	err := p.stream.Send(req)
+	p.sendMu.Unlock()
+	if err != nil {
+		p.mu.Lock()
+		_, mine := p.pending[req.Seq]
+		delete(p.pending, req.Seq)
+		p.mu.Unlock()
+		if !mine {
+			return nil // the receiver already failed it and called done
+		}
+		<-p.window
+		if errors.Is(err, io.EOF) { // the real error comes from Recv
+			<-p.recvDone
+			return p.terminalErr()
+		}
+		return wrapErr("ExecuteStream", err, nil)
+	}
+	return nil
+}
+
+// Execute sends ops as one transaction and waits for its outcome.
+func (p *Pipeline) Execute(ctx context.Context, ops ...Op) (*Result, error) {
+	type outcome struct {
+		r   *Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	if err := p.ExecuteAsync(ctx, ops, func(r *Result, err error) { ch <- outcome{r, err} }); err != nil {
+		return nil, err
+	}
+	select {
+	case o := <-ch:
+		return o.r, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (p *Pipeline) receive() {
+	defer close(p.recvDone)
+	for {
+		resp, err := p.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = ErrClosed
+			} else {
+				err = wrapErr("ExecuteStream", err, p.stream.Trailer())
+			}
+			p.failAll(err)
+			return
+		}
+		p.mu.Lock()
+		done, ok := p.pending[resp.GetSeq()]
+		delete(p.pending, resp.GetSeq())
+		p.mu.Unlock()
+		if !ok {
+			continue // not ours (a server bug); nothing waits for it
+		}
+		<-p.window
+		switch {
+		case resp.GetErrorCode() != 0:
+			e := newError("ExecuteStream", codeOf(resp.GetErrorCode()), resp.GetErrorMessage(), nil)
+			if e.Leader != "" {
+				_ = p.c.SetTarget(e.Leader)
+			}
+			done(nil, e)
+		case resp.GetConditionFailed():
+			done(resultFromProto(resp), ErrConditionFailed)
+		default:
+			done(resultFromProto(resp), nil)
+		}
+	}
+}
+
+func (p *Pipeline) failAll(err error) {
+	p.mu.Lock()
+	if p.err == nil {
+		p.err = err
+	}
+	pend := p.pending
+	p.pending = map[uint64]func(*Result, error){}
+	p.mu.Unlock()
+	for _, done := range pend {
+		<-p.window
+		done(nil, err)
+	}
+}
+
+func (p *Pipeline) terminalErr() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	return ErrClosed
+}
+
+// InFlight returns the number of transactions sent and not yet answered.
+func (p *Pipeline) InFlight() int { return len(p.window) }
+
+// Close ends the stream after the transactions in flight are answered (or
+// after 10 s), then frees it. Transactions still pending then fail with
+// ErrClosed.
+func (p *Pipeline) Close() error {
+	p.mu.Lock()
+	already := p.closed
+	p.closed = true
+	p.mu.Unlock()
+	if already {
+		return nil
+	}
+	p.sendMu.Lock()
+	_ = p.stream.CloseSend()
+	p.sendMu.Unlock()
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
+	select {
+	case <-p.recvDone:
+	case <-t.C:
+	}
+	p.cancel()
+	<-p.recvDone
+	if err := p.terminalErr(); !errors.Is(err, ErrClosed) {
+		return err
+	}
+	return nil
+}
