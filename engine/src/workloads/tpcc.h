@@ -1,0 +1,106 @@
+// TPC-C (clause 2 transactions, clause 4 population), as in Silo/Rolis:
+// one home warehouse per worker thread, mix NewOrder 45 / Payment 43 /
+// OrderStatus 4 / Delivery 4 / StockLevel 4, 1% remote NewOrder lines and 15%
+// remote Payments (when there is more than one warehouse), 1% NewOrder
+// rollbacks (an unused item id; the application aborts, not a conflict), 60%
+// of Payment and OrderStatus select the customer by last name (NURand).
+// Delivery runs all ten districts in one transaction, as Silo does. There are
+// no terminals, keying or think times: each worker runs back to back.
+//
+// Population sizes default to the specification and can be reduced for tests
+// (TpccConfig); the schema is in tpcc_schema.h.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "workloads/tpcc_schema.h"
+#include "workloads/workload.h"
+
+namespace rolis::workloads {
+
+struct TpccConfig {
+  uint32_t warehouses = 0;  // 0: one per loading thread (= worker threads)
+  uint32_t items = 100000;
+  uint32_t districts_per_warehouse = 10;
+  uint32_t customers_per_district = 3000;  // also the initial orders per district
+  uint32_t new_orders_per_district = 900;  // the newest initial orders are undelivered
+  // Mix in percent: NewOrder, Payment, OrderStatus, Delivery; StockLevel gets the rest.
+  uint32_t mix[4] = {45, 43, 4, 4};
+  uint32_t remote_item_percent = 1;
+  uint32_t remote_payment_percent = 15;
+  uint32_t rollback_percent = 1;
+  uint32_t by_last_name_percent = 60;
+  uint64_t seed = 1;  // NURand run constants are derived from it
+  uint32_t load_batch = 512;  // rows per loading transaction
+};
+
+enum TpccTxnType : uint32_t {
+  kNewOrder = 0,
+  kPayment = 1,
+  kOrderStatus = 2,
+  kDelivery = 3,
+  kStockLevel = 4,
+};
+
+// The tables, by their handles; all set by Load.
+struct TpccTables {
+  Table* warehouse = nullptr;
+  Table* district = nullptr;
+  Table* customer = nullptr;
+  Table* customer_name_idx = nullptr;
+  Table* history = nullptr;
+  Table* new_order = nullptr;
+  Table* order = nullptr;
+  Table* order_customer_idx = nullptr;
+  Table* order_line = nullptr;
+  Table* item = nullptr;
+  Table* stock = nullptr;
+};
+
+class Tpcc : public Workload {
+ public:
+  explicit Tpcc(const TpccConfig& config);
+  ~Tpcc() override;
+
+  std::string_view name() const override { return "tpcc"; }
+  std::span<const std::string_view> txn_types() const override;
+  Status Load(Database* db, uint32_t threads) override;
+  void InitThread(WorkerContext& ctx) override;
+  TxnOutcome RunOne(WorkerContext& ctx) override;
+
+  // Each transaction with explicit inputs drawn from ctx.rng (exposed for tests).
+  TxnOutcome NewOrderTxn(WorkerContext& ctx);
+  TxnOutcome PaymentTxn(WorkerContext& ctx);
+  TxnOutcome OrderStatusTxn(WorkerContext& ctx);
+  TxnOutcome DeliveryTxn(WorkerContext& ctx);
+  TxnOutcome StockLevelTxn(WorkerContext& ctx);
+
+  const TpccConfig& config() const { return config_; }
+  const TpccTables& tables() const { return tables_; }
+  uint32_t warehouses() const { return warehouses_; }
+
+  // TPC-C last name of number 0..999 (three syllables); returns its length.
+  static size_t LastName(uint32_t num, char (&out)[16]);
+
+ private:
+  struct Thread;
+  Status LoadItems(Worker* worker, uint32_t lo, uint32_t hi);
+  Status LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader);
+  uint32_t HomeWarehouse(const WorkerContext& ctx) const;
+  uint32_t OtherWarehouse(WorkerContext& ctx, uint32_t home) const;
+  uint32_t NURand(Rng& rng, uint32_t a, uint32_t x, uint32_t y, uint32_t c) const;
+  uint32_t CustomerIdRun(Rng& rng) const;
+  uint32_t LastNameNumberRun(Rng& rng) const;
+  // Customer by last name: the one in the middle, by first name.
+  Status FindCustomerByLastName(Transaction& txn, Thread& st, uint32_t w, uint32_t d, std::string_view last,
+                                uint32_t* c_id);
+
+  TpccConfig config_;
+  TpccTables tables_;
+  uint32_t warehouses_ = 0;
+  // NURand C constants (clause 2.1.6): for C_LAST at load and at run, C_ID, OL_I_ID.
+  uint32_t c_last_load_ = 0, c_last_run_ = 0, c_id_ = 0, c_ol_i_id_ = 0;
+};
+
+}  // namespace rolis::workloads

@@ -1,0 +1,56 @@
+// YCSB++ (the Rolis paper's variant of YCSB): one table of `keys` records with
+// 8-byte keys (big-endian record number) and 8-byte values, keys chosen
+// uniformly. Half of the transactions are read-only (4 gets on a snapshot),
+// half read-modify-write (4 keys: get each, then put a new 8-byte value, the
+// old one plus 1). The 4 keys of a transaction are distinct.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "workloads/workload.h"
+
+namespace rolis::workloads {
+
+struct YcsbConfig {
+  uint64_t keys = 1000000;
+  uint32_t ops_per_txn = 4;  // at most 16; distinct keys within a transaction
+  uint32_t read_only_percent = 50;
+  uint32_t load_batch = 1000;  // keys per loading transaction
+  const char* table_name = "ycsb";
+};
+
+enum YcsbTxnType : uint32_t { kYcsbReadOnly = 0, kYcsbReadModifyWrite = 1 };
+
+inline std::string_view YcsbKey(uint64_t record, char (&buf)[8]) {
+  for (int i = 7; i >= 0; --i) {
+    buf[i] = static_cast<char>(record);
+    record >>= 8;
+  }
+  return {buf, 8};
+}
+
+class Ycsbpp : public Workload {
+ public:
+  explicit Ycsbpp(const YcsbConfig& config) : config_(config) {}
+
+  std::string_view name() const override { return "ycsbpp"; }
+  std::span<const std::string_view> txn_types() const override;
+  Status Load(Database* db, uint32_t threads) override;
+  void InitThread(WorkerContext& ctx) override;
+  TxnOutcome RunOne(WorkerContext& ctx) override;
+
+  const YcsbConfig& config() const { return config_; }
+  Table* table() const { return table_; }
+
+ private:
+  static constexpr uint32_t kMaxOps = 16;
+  uint32_t PickRecords(Rng& rng, uint64_t (&records)[kMaxOps]) const;
+  TxnOutcome ReadOnly(WorkerContext& ctx);
+  TxnOutcome ReadModifyWrite(WorkerContext& ctx);
+
+  YcsbConfig config_;
+  Table* table_ = nullptr;
+};
+
+}  // namespace rolis::workloads

@@ -1,0 +1,184 @@
+// rolis-bench end to end: a short run of each workload prints, as its last
+// line, one JSON object with the documented fields.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <variant>
+
+namespace {
+
+// A minimal JSON reader: enough to validate the whole line and read the
+// top-level fields (nested objects are validated and skipped).
+class JsonReader {
+ public:
+  explicit JsonReader(const std::string& s) : s_(s) {}
+
+  // Parses one object; fields holds its top-level scalars (numbers as double,
+  // strings, booleans) and marks nested objects with the string "{object}".
+  bool ParseObject(std::map<std::string, std::variant<double, std::string, bool>>* fields) {
+    Skip();
+    if (!Eat('{')) return false;
+    Skip();
+    if (Eat('}')) return End();
+    for (;;) {
+      std::string key;
+      Skip();
+      if (!String(&key)) return false;
+      Skip();
+      if (!Eat(':')) return false;
+      Skip();
+      if (!Value(fields, key)) return false;
+      Skip();
+      if (Eat(',')) continue;
+      if (Eat('}')) return End();
+      return false;
+    }
+  }
+
+ private:
+  bool End() {
+    Skip();
+    return pos_ == s_.size();
+  }
+  void Skip() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
+  }
+  bool Eat(char c) {
+    if (pos_ < s_.size() && s_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool String(std::string* out) {
+    if (!Eat('"')) return false;
+    while (pos_ < s_.size() && s_[pos_] != '"') {
+      if (s_[pos_] == '\\') ++pos_;
+      if (pos_ < s_.size()) out->push_back(s_[pos_++]);
+    }
+    return Eat('"');
+  }
+  bool Value(std::map<std::string, std::variant<double, std::string, bool>>* fields, const std::string& key) {
+    if (pos_ >= s_.size()) return false;
+    char c = s_[pos_];
+    if (c == '"') {
+      std::string v;
+      if (!String(&v)) return false;
+      if (fields) (*fields)[key] = v;
+      return true;
+    }
+    if (c == '{') {
+      JsonReader nested(s_.substr(pos_));
+      // Find the nested object's extent by parsing it in place.
+      size_t start = pos_;
+      ++pos_;
+      Skip();
+      if (Eat('}')) {
+        if (fields) (*fields)[key] = std::string("{object}");
+        return true;
+      }
+      for (;;) {
+        std::string k;
+        Skip();
+        if (!String(&k)) return false;
+        Skip();
+        if (!Eat(':')) return false;
+        Skip();
+        if (!Value(nullptr, k)) return false;
+        Skip();
+        if (Eat(',')) continue;
+        if (Eat('}')) break;
+        return false;
+      }
+      (void)start;
+      if (fields) (*fields)[key] = std::string("{object}");
+      return true;
+    }
+    if (s_.compare(pos_, 4, "true") == 0 || s_.compare(pos_, 5, "false") == 0) {
+      bool v = s_[pos_] == 't';
+      pos_ += v ? 4 : 5;
+      if (fields) (*fields)[key] = v;
+      return true;
+    }
+    size_t used = 0;
+    double v;
+    try {
+      v = std::stod(s_.substr(pos_), &used);
+    } catch (...) {
+      return false;
+    }
+    if (used == 0) return false;
+    pos_ += used;
+    if (fields) (*fields)[key] = v;
+    return true;
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+std::string RunBench(const std::string& args, int* exit_code) {
+  std::string cmd = std::string(ROLIS_BENCH_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  *exit_code = pclose(p);
+  return out;
+}
+
+std::string LastLine(const std::string& out) {
+  size_t end = out.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  size_t begin = out.rfind('\n', end);
+  return out.substr(begin == std::string::npos ? 0 : begin + 1, end + 1 - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+void CheckRun(const std::string& args, const std::string& workload) {
+  int code = -1;
+  std::string out = RunBench(args, &code);
+  ASSERT_EQ(code, 0) << out;
+  std::map<std::string, std::variant<double, std::string, bool>> f;
+  std::string line = LastLine(out);
+  ASSERT_TRUE(JsonReader(line).ParseObject(&f)) << "last line is not a JSON object: " << line;
+  for (const char* name : {"workload", "mode", "threads", "seconds", "throughput_tps", "abort_rate", "p50_us",
+                           "p99_us", "commits", "aborts", "replicas", "batch_size", "txns"}) {
+    EXPECT_TRUE(f.count(name)) << "missing field " << name << " in " << line;
+  }
+  EXPECT_EQ(std::get<std::string>(f["workload"]), workload);
+  EXPECT_EQ(std::get<std::string>(f["mode"]), "unreplicated");
+  EXPECT_EQ(std::get<double>(f["threads"]), 2);
+  EXPECT_EQ(std::get<double>(f["replicas"]), 1);
+  EXPECT_EQ(std::get<double>(f["batch_size"]), 0);
+  EXPECT_GT(std::get<double>(f["commits"]), 0);
+  EXPECT_GT(std::get<double>(f["throughput_tps"]), 0);
+  EXPECT_GE(std::get<double>(f["abort_rate"]), 0);
+  EXPECT_LT(std::get<double>(f["abort_rate"]), 1);
+  EXPECT_GT(std::get<double>(f["p50_us"]), 0);
+  EXPECT_GE(std::get<double>(f["p99_us"]), std::get<double>(f["p50_us"]));
+  EXPECT_NEAR(std::get<double>(f["seconds"]), 1.0, 0.5);
+}
+
+TEST(RolisBench, YcsbppPrintsJsonSummaryAsLastLine) {
+  CheckRun("--workload=ycsbpp --threads=2 --seconds=1 --warmup=0 --ycsb-keys=10000", "ycsbpp");
+}
+
+TEST(RolisBench, TpccPrintsJsonSummaryAsLastLine) {
+  CheckRun("--workload=tpcc --threads=2 --seconds=1 --warmup=0 --tpcc-items=5000 --tpcc-customers=300 "
+           "--tpcc-new-orders=90",
+           "tpcc");
+}
+
+TEST(RolisBench, RejectsUnknownWorkloadAndReplicatedModeForNow) {
+  int code = 0;
+  RunBench("--workload=nope --seconds=1", &code);
+  EXPECT_NE(code, 0);
+  RunBench("--workload=ycsbpp --replicas=3 --seconds=1 --ycsb-keys=100", &code);
+  EXPECT_NE(code, 0);
+}
+
+}  // namespace
