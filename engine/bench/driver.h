@@ -1,0 +1,65 @@
+// The benchmark driver: runs a loaded Workload on N pinned worker threads for
+// a warmup and a measured window and collects per-type counts and latency
+// histograms. Knows nothing of replication: the mode (mode.h) decides what
+// Database the workload runs on and which CommitHook it carries.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "histogram.h"
+#include "rolis/db.h"
+#include "rolis/status.h"
+#include "workloads/workload.h"
+
+namespace rolis::bench {
+
+struct DriverOptions {
+  uint32_t threads = 1;
+  double warmup_seconds = 1;
+  double seconds = 10;
+  uint64_t seed = 1;
+  bool pin_threads = true;
+  // Fixed-work mode for tests: when > 0, each thread runs this many
+  // transactions (no warmup) and seconds is ignored.
+  uint64_t txns_per_thread = 0;
+};
+
+struct TxnTypeStats {
+  std::string name;
+  uint64_t commits = 0;
+  uint64_t conflict_aborts = 0;  // kAborted attempts, retried
+  uint64_t rollbacks = 0;        // rolled back by the application (TPC-C NewOrder 1%)
+  LogLinearHistogram latency;    // ticks, from first begin to the final outcome
+};
+
+struct RunResult {
+  double measured_seconds = 0;
+  double nanos_per_tick = 1;
+  std::vector<TxnTypeStats> types;
+  LogLinearHistogram latency;  // all types
+  uint64_t commits = 0;
+  uint64_t conflict_aborts = 0;
+  uint64_t rollbacks = 0;
+  bool pinned = false;  // every worker was pinned to a CPU
+
+  double throughput() const { return measured_seconds > 0 ? commits / measured_seconds : 0; }
+  double abort_rate() const {
+    const uint64_t attempts = commits + conflict_aborts;
+    return attempts > 0 ? static_cast<double>(conflict_aborts) / static_cast<double>(attempts) : 0;
+  }
+  double QuantileMicros(const LogLinearHistogram& h, double q) const {
+    return h.Quantile(q) * nanos_per_tick / 1000.0;
+  }
+};
+
+// Blocks until read-only transactions see what was committed before the call
+// (their snapshot trails by up to ~2 epochs), or until `timeout_ms`.
+void WaitForSnapshot(Database* db, uint32_t timeout_ms);
+
+// Runs `workload` (already loaded into `db`) and fills `result`. Returns the
+// first non-retryable error a transaction hit, if any (the run then stops).
+Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOptions& options, RunResult* result);
+
+}  // namespace rolis::bench

@@ -1,0 +1,96 @@
+#include "report.h"
+
+#include <cinttypes>
+
+namespace rolis::bench {
+namespace {
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+std::string Num(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
+  std::fprintf(out, "workload %s  mode %s  replicas %u  threads %u  measured %.2f s  (load %.2f s, warmup %.1f s)\n",
+               info.workload.c_str(), info.mode.mode.c_str(), info.mode.replicas, info.threads, r.measured_seconds,
+               info.load_seconds, info.warmup_seconds);
+  std::fprintf(out, "%-16s %12s %7s %10s %10s %9s %9s\n", "txn", "commits", "share", "aborts", "rollbacks", "p50_us",
+               "p99_us");
+  const double total = static_cast<double>(r.commits + r.rollbacks);
+  for (const TxnTypeStats& t : r.types) {
+    const double share = total > 0 ? 100.0 * static_cast<double>(t.commits + t.rollbacks) / total : 0;
+    std::fprintf(out, "%-16s %12" PRIu64 " %6.2f%% %10" PRIu64 " %10" PRIu64 " %9.2f %9.2f\n", t.name.c_str(),
+                 t.commits, share, t.conflict_aborts, t.rollbacks, r.QuantileMicros(t.latency, 0.5),
+                 r.QuantileMicros(t.latency, 0.99));
+  }
+  std::fprintf(out, "%-16s %12" PRIu64 " %6.2f%% %10" PRIu64 " %10" PRIu64 " %9.2f %9.2f\n", "all", r.commits, 100.0,
+               r.conflict_aborts, r.rollbacks, r.QuantileMicros(r.latency, 0.5), r.QuantileMicros(r.latency, 0.99));
+  std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s\n", r.throughput(),
+               100.0 * r.abort_rate(), r.pinned ? "yes" : "no");
+}
+
+std::string JsonLine(const RunInfo& info, const RunResult& r) {
+  std::string j = "{";
+  auto field = [&j](const char* name, const std::string& value) {
+    if (j.size() > 1) j += ",";
+    j += "\"";
+    j += name;
+    j += "\":";
+    j += value;
+  };
+  field("workload", JsonString(info.workload));
+  field("mode", JsonString(info.mode.mode));
+  field("threads", Num(uint64_t{info.threads}));
+  field("seconds", Num(r.measured_seconds));
+  field("warmup_seconds", Num(info.warmup_seconds));
+  field("seed", Num(info.seed));
+  field("throughput_tps", Num(r.throughput()));
+  field("abort_rate", Num(r.abort_rate()));
+  field("p50_us", Num(r.QuantileMicros(r.latency, 0.5)));
+  field("p99_us", Num(r.QuantileMicros(r.latency, 0.99)));
+  field("commits", Num(r.commits));
+  field("aborts", Num(r.conflict_aborts));
+  field("rollbacks", Num(r.rollbacks));
+  field("replicas", Num(uint64_t{info.mode.replicas}));
+  field("batch_size", Num(uint64_t{info.mode.batch_size}));
+  field("load_seconds", Num(info.load_seconds));
+  field("pinned", r.pinned ? "true" : "false");
+  std::string config = "{";
+  for (const auto& [k, v] : info.config) {
+    if (config.size() > 1) config += ",";
+    config += JsonString(k) + ":" + v;
+  }
+  field("config", config + "}");
+  std::string txns = "{";
+  for (const TxnTypeStats& t : r.types) {
+    if (txns.size() > 1) txns += ",";
+    txns += JsonString(t.name) + ":{\"commits\":" + Num(t.commits) + ",\"aborts\":" + Num(t.conflict_aborts) +
+            ",\"rollbacks\":" + Num(t.rollbacks) + ",\"p50_us\":" + Num(r.QuantileMicros(t.latency, 0.5)) +
+            ",\"p99_us\":" + Num(r.QuantileMicros(t.latency, 0.99)) + "}";
+  }
+  field("txns", txns + "}");
+  return j + "}";
+}
+
+}  // namespace rolis::bench

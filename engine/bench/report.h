@@ -1,0 +1,32 @@
+// Human-readable table and the one-line JSON summary of a benchmark run.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "driver.h"
+#include "mode.h"
+
+namespace rolis::bench {
+
+struct RunInfo {
+  std::string workload;
+  ModeOptions mode;
+  uint32_t threads = 1;
+  double warmup_seconds = 0;
+  uint64_t seed = 0;
+  double load_seconds = 0;
+  // Workload parameters, as (name, JSON value) pairs, e.g. {"keys", "1000000"}.
+  std::vector<std::pair<std::string, std::string>> config;
+};
+
+void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
+// One JSON object without newlines. Fields: workload, mode, threads, seconds,
+// warmup_seconds, seed, throughput_tps, abort_rate, p50_us, p99_us, commits,
+// aborts, rollbacks, replicas, batch_size, load_seconds, pinned, config{},
+// txns{type: {commits, aborts, rollbacks, p50_us, p99_us}}.
+std::string JsonLine(const RunInfo& info, const RunResult& result);
+
+}  // namespace rolis::bench

@@ -1,0 +1,117 @@
+// rolis-bench: loads a workload into a fresh engine, runs it on N pinned
+// worker threads for a warmup and a measured window, and prints a table and,
+// as its last line, one JSON object (see report.h).
+//
+//   rolis-bench --workload=ycsbpp|tpcc --threads=N --seconds=S [--warmup=S]
+//               [--seed=N] [--ycsb-keys=N] [--tpcc-...] [--mode=unreplicated]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "driver.h"
+#include "mode.h"
+#include "report.h"
+#include "rolis/db.h"
+#include "workloads/tpcc.h"
+#include "workloads/ycsb.h"
+
+namespace {
+
+using namespace rolis;  // NOLINT
+
+int Fail(const char* what, const Status& s) {
+  std::fprintf(stderr, "rolis-bench: %s: %s\n", what, s.ToString().c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rolis-bench: YCSB++ and TPC-C on the Rolis engine"};
+  std::string workload_name = "ycsbpp";
+  bench::DriverOptions driver;
+  bench::ModeOptions mode_options;
+  workloads::YcsbConfig ycsb;
+  workloads::TpccConfig tpcc;
+  uint32_t epoch_ms = 40;
+  bool no_pin = false;
+
+  app.add_option("--workload", workload_name, "ycsbpp or tpcc")->check(CLI::IsMember({"ycsbpp", "tpcc"}));
+  app.add_option("--threads", driver.threads, "worker threads (one warehouse each for tpcc)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--seconds", driver.seconds, "measured window, seconds")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", driver.warmup_seconds, "warmup before the measured window, seconds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", driver.seed, "random seed");
+  app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
+  app.add_option("--epoch-ms", epoch_ms, "engine epoch period, ms")->check(CLI::Range(1, 10000));
+  app.add_option("--mode", mode_options.mode, "unreplicated (replicated: later)");
+  app.add_option("--replicas", mode_options.replicas, "replicas (1 = unreplicated)")->check(CLI::Range(1, 7));
+  app.add_option("--batch-size", mode_options.batch_size, "transactions per replication batch");
+  app.add_option("--ycsb-keys", ycsb.keys, "YCSB++ records")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  app.add_option("--tpcc-warehouses", tpcc.warehouses, "TPC-C warehouses (0 = one per thread)");
+  app.add_option("--tpcc-items", tpcc.items, "TPC-C items (spec: 100000)")->check(CLI::Range(1, 100000000));
+  app.add_option("--tpcc-customers", tpcc.customers_per_district, "customers and initial orders per district (3000)")
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--tpcc-new-orders", tpcc.new_orders_per_district, "undelivered initial orders per district (900)");
+  CLI11_PARSE(app, argc, argv);
+  driver.pin_threads = !no_pin;
+  tpcc.seed = driver.seed;
+  if (tpcc.new_orders_per_district > tpcc.customers_per_district) {
+    tpcc.new_orders_per_district = tpcc.customers_per_district * 3 / 10;
+  }
+
+  std::unique_ptr<bench::Mode> mode;
+  Status s = bench::MakeMode(mode_options, &mode);
+  if (!s.ok()) return Fail("mode", s);
+
+  Options options;
+  options.epoch_period_ms = epoch_ms;
+  options.max_workers = std::max<uint32_t>(options.max_workers, driver.threads + 2);
+  options.commit_hook = mode->commit_hook();
+  std::unique_ptr<Database> db = Database::Open(options);
+  if (!db) return Fail("open", Status::Internal("Database::Open returned null"));
+
+  bench::RunInfo info;
+  info.workload = workload_name;
+  info.mode = mode->options();
+  info.threads = driver.threads;
+  info.warmup_seconds = driver.warmup_seconds;
+  info.seed = driver.seed;
+  std::unique_ptr<workloads::Workload> workload;
+  if (workload_name == "ycsbpp") {
+    workload = std::make_unique<workloads::Ycsbpp>(ycsb);
+    info.config = {{"keys", std::to_string(ycsb.keys)}, {"value_bytes", "8"}, {"ops_per_txn", "4"}};
+  } else {
+    workload = std::make_unique<workloads::Tpcc>(tpcc);
+    const uint32_t warehouses = tpcc.warehouses != 0 ? tpcc.warehouses : driver.threads;
+    info.config = {{"warehouses", std::to_string(warehouses)},
+                   {"items", std::to_string(tpcc.items)},
+                   {"customers_per_district", std::to_string(tpcc.customers_per_district)},
+                   {"new_orders_per_district", std::to_string(tpcc.new_orders_per_district)}};
+  }
+
+  std::fprintf(stdout, "loading %s with %u threads ...\n", workload_name.c_str(), driver.threads);
+  std::fflush(stdout);
+  const auto load_start = std::chrono::steady_clock::now();
+  s = workload->Load(db.get(), driver.threads);
+  if (!s.ok()) return Fail("load", s);
+  info.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  // Read-only transactions read a snapshot a few epochs old: wait until it
+  // holds the loaded data, so no read-only transaction misses a key.
+  bench::WaitForSnapshot(db.get(), 10 * epoch_ms + 1000);
+
+  bench::RunResult result;
+  s = bench::RunWorkload(db.get(), workload.get(), driver, &result);
+  if (!s.ok()) return Fail("run", s);
+  s = mode->Finish();
+  if (!s.ok()) return Fail("finish", s);
+
+  bench::PrintTable(stdout, info, result);
+  std::fprintf(stdout, "%s\n", bench::JsonLine(info, result).c_str());
+  return 0;
+}
