@@ -1,0 +1,387 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rolisdb/rolis/pkg/client"
+	"github.com/spf13/cobra"
+)
+
+type benchOptions struct {
+	workload    string
+	seconds     float64
+	warmup      float64
+	concurrency int
+	pipeline    int
+	conns       int
+	keys        uint64
+	valueSize   int
+	readRatio   float64
+	rmw         string
+	noLoad      bool
+	asJSON      bool
+	serverRetry uint32
+}
+
+// benchReport is the JSON line of `bench --json` (the last line of output).
+// throughput_tps, p50_us and p99_us are a stable interface.
+type benchReport struct {
+	Workload      string  `json:"workload"`
+	Mode          string  `json:"mode"` // "unary" or "pipelined"
+	Seconds       float64 `json:"seconds"`
+	Concurrency   int     `json:"concurrency"`
+	Pipeline      int     `json:"pipeline"`
+	Conns         int     `json:"conns"`
+	Keys          uint64  `json:"keys"`
+	ReadRatio     float64 `json:"read_ratio"`
+	RMW           string  `json:"rmw"`
+	Commits       uint64  `json:"commits"`
+	ReadOnly      uint64  `json:"read_only_commits"`
+	ReadWrite     uint64  `json:"read_write_commits"`
+	Aborts        uint64  `json:"aborts"`
+	Errors        uint64  `json:"errors"`
+	ThroughputTPS float64 `json:"throughput_tps"`
+	MeanUS        float64 `json:"mean_us"`
+	P50US         float64 `json:"p50_us"`
+	P95US         float64 `json:"p95_us"`
+	P99US         float64 `json:"p99_us"`
+	P999US        float64 `json:"p999_us"`
+	MaxUS         float64 `json:"max_us"`
+	Endpoint      string  `json:"endpoint"`
+	FirstError    string  `json:"first_error,omitempty"`
+}
+
+func newBenchCmd(g *globals) *cobra.Command {
+	o := benchOptions{}
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Run a workload (YCSB++) and report throughput and latency",
+		Long: `Run YCSB++ one-shot transactions against the server for --seconds and print
+a summary of throughput and latency (p50/p95/p99); with --json the last
+line is one JSON object with throughput_tps, p50_us, p95_us, p99_us,
+seconds, commits, aborts, errors and mode.
+
+YCSB++: --keys records ("user0000000000"...) with --value-size byte values,
+keys chosen uniformly; half the transactions (--read-ratio) read 4 keys,
+the others read and write 4 keys: with --rmw=oneshot in one round trip (4
+GETs and 4 PUTs in one transaction), with --rmw=putif as 4 GETs then 4
+PUT_IFs on the values read (two round trips; a mismatch counts as an
+abort). The keys are loaded first unless --no-load.
+
+--pipeline=0 sends unary Execute calls from --concurrency goroutines;
+--pipeline=N keeps N transactions in flight on each of --concurrency
+ExecuteStream streams (spread over --conns connections). Progress goes to
+stderr each second; a warm-up of --warmup seconds is not measured.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), g, o, cmd.OutOrStdout(), os.Stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: ycsbpp")
+	f.Float64Var(&o.seconds, "seconds", 10, "measured duration in seconds")
+	f.Float64Var(&o.warmup, "warmup", 1, "unmeasured warm-up in seconds before the measurement")
+	f.IntVar(&o.concurrency, "concurrency", 4, "goroutines (unary) or streams (pipelined)")
+	f.IntVar(&o.pipeline, "pipeline", 32, "transactions in flight per stream; 0 = unary Execute calls")
+	f.IntVar(&o.conns, "conns", 0, "HTTP/2 connections (0 = one per 2 streams, or 4 for unary)")
+	f.Uint64Var(&o.keys, "keys", 1000000, "records")
+	f.IntVar(&o.valueSize, "value-size", 8, "bytes per value")
+	f.Float64Var(&o.readRatio, "read-ratio", 0.5, "share of read-only transactions")
+	f.StringVar(&o.rmw, "rmw", "oneshot", "read-modify-write form: oneshot or putif (unary only)")
+	f.BoolVar(&o.noLoad, "no-load", false, "skip loading the records")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object as the last line")
+	f.Uint32Var(&o.serverRetry, "server-retries", 0, "server-side retries of a conflicting transaction (0 = server default)")
+	return cmd
+}
+
+// workerStats is owned by one goroutine during the run.
+type workerStats struct {
+	hist           histogram
+	commits        atomic.Uint64 // read by the progress ticker
+	ro, rw         uint64
+	aborts, errors atomic.Uint64
+	firstErr       error
+}
+
+func (s *workerStats) outcome(lat time.Duration, readOnly bool, err error, measuring bool) {
+	switch {
+	case err == nil:
+		s.commits.Add(1)
+		if measuring {
+			s.hist.record(lat)
+			if readOnly {
+				s.ro++
+			} else {
+				s.rw++
+			}
+		}
+	case errors.Is(err, client.ErrAborted) || errors.Is(err, client.ErrConditionFailed):
+		s.aborts.Add(1)
+	default:
+		s.errors.Add(1)
+		if s.firstErr == nil {
+			s.firstErr = err
+		}
+	}
+}
+
+// gen makes YCSB++ transactions.
+type gen struct {
+	r         *rand.Rand
+	keys      uint64
+	valueSize int
+	readRatio float64
+	table     string
+	version   uint64
+}
+
+// next returns the ops of one transaction and whether it is read-only.
+func (g *gen) next(rmwWrites bool) ([]client.Op, bool) {
+	ro := g.r.Float64() < g.readRatio
+	n := 4
+	if !ro && rmwWrites {
+		n = 8
+	}
+	ops := make([]client.Op, 0, n)
+	var picked [4]uint64
+	for i := 0; i < 4; i++ {
+	again:
+		k := g.r.Uint64N(g.keys)
+		for j := 0; j < i; j++ {
+			if picked[j] == k && g.keys >= 4 {
+				goto again
+			}
+		}
+		picked[i] = k
+		ops = append(ops, client.Get(appendKey(make([]byte, 0, 16), k)).In(g.table))
+	}
+	if !ro && rmwWrites {
+		g.version++
+		for i := 0; i < 4; i++ {
+			ops = append(ops, client.Put(ops[i].Key, valueOf(g.valueSize, picked[i], g.version)).In(g.table))
+		}
+	}
+	return ops, ro
+}
+
+func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.Writer) error {
+	if o.workload != "ycsbpp" {
+		return fmt.Errorf("bench: unknown workload %q (ycsbpp)", o.workload)
+	}
+	if o.concurrency <= 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 {
+		return errors.New("bench: --concurrency, --seconds and --keys must be positive")
+	}
+	if o.rmw != "oneshot" && o.rmw != "putif" {
+		return fmt.Errorf("bench: --rmw must be oneshot or putif")
+	}
+	if o.rmw == "putif" && o.pipeline > 0 {
+		return errors.New("bench: --rmw=putif needs --pipeline=0 (two dependent round trips)")
+	}
+	mode := "unary"
+	if o.pipeline > 0 {
+		mode = "pipelined"
+	}
+	if o.conns <= 0 {
+		if mode == "unary" {
+			o.conns = min(o.concurrency, 4)
+		} else {
+			o.conns = max(1, (o.concurrency+1)/2)
+		}
+	}
+	c, err := g.client(ctx, func(cfg *client.Config) {
+		cfg.ConnsPerEndpoint = o.conns
+		cfg.ServerRetries = o.serverRetry
+		cfg.Retry = client.RetryPolicy{MaxAttempts: -1} // count aborts; do not hide them
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	if !o.noLoad {
+		lo := loadOptions{keys: o.keys, valueSize: o.valueSize, batch: 100, streams: 4, window: 8}
+		if err := runLoad(ctx, c, lo, g.timeout, progress); err != nil {
+			return err
+		}
+	}
+
+	warm := time.Duration(o.warmup * float64(time.Second))
+	dur := time.Duration(o.seconds * float64(time.Second))
+	t0 := time.Now()
+	measureFrom, deadline := t0.Add(warm), t0.Add(warm+dur)
+	var measuring atomic.Bool
+	stats := make([]*workerStats, o.concurrency)
+	for i := range stats {
+		stats[i] = &workerStats{}
+	}
+
+	// Progress each second.
+	stopProgress := make(chan struct{})
+	var progWG sync.WaitGroup
+	progWG.Add(1)
+	go func() {
+		defer progWG.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var prev uint64
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case now := <-tick.C:
+				var commits, aborts, errs uint64
+				for _, s := range stats {
+					commits += s.commits.Load()
+					aborts += s.aborts.Load()
+					errs += s.errors.Load()
+				}
+				phase := "run"
+				if now.Before(measureFrom) {
+					phase = "warm-up"
+				}
+				fmt.Fprintf(progress, "[%5.1fs %s] %8d txn/s  commits %d  aborts %d  errors %d\n",
+					now.Sub(t0).Seconds(), phase, commits-prev, commits, aborts, errs)
+				prev = commits
+			}
+		}
+	}()
+	go func() {
+		time.Sleep(time.Until(measureFrom))
+		measuring.Store(true)
+	}()
+
+	runCtx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range o.concurrency {
+		wg.Add(1)
+		gn := &gen{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))), keys: o.keys,
+			valueSize: o.valueSize, readRatio: o.readRatio, version: uint64(i) << 40}
+		if mode == "unary" {
+			go func() { defer wg.Done(); unaryWorker(runCtx, c, gn, o, g.timeout, deadline, &measuring, stats[i]) }()
+		} else {
+			go func() { defer wg.Done(); pipelineWorker(runCtx, c, gn, o, deadline, &measuring, stats[i]) }()
+		}
+	}
+	wg.Wait()
+	measured := time.Since(measureFrom)
+	if measured > dur {
+		measured = dur // workers stop sending at the deadline; tail replies are not extra time
+	}
+	close(stopProgress)
+	progWG.Wait()
+
+	var h histogram
+	rep := benchReport{Workload: o.workload, Mode: mode, Seconds: measured.Seconds(), Concurrency: o.concurrency,
+		Pipeline: o.pipeline, Conns: o.conns, Keys: o.keys, ReadRatio: o.readRatio, RMW: o.rmw, Endpoint: c.Target()}
+	for _, s := range stats {
+		h.merge(&s.hist)
+		rep.ReadOnly += s.ro
+		rep.ReadWrite += s.rw
+		rep.Aborts += s.aborts.Load()
+		rep.Errors += s.errors.Load()
+		if s.firstErr != nil && rep.FirstError == "" {
+			rep.FirstError = s.firstErr.Error()
+		}
+	}
+	rep.Commits = rep.ReadOnly + rep.ReadWrite
+	rep.ThroughputTPS = float64(rep.Commits) / measured.Seconds()
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
+	rep.MeanUS, rep.P50US, rep.P95US = us(h.mean()), us(h.quantile(0.50)), us(h.quantile(0.95))
+	rep.P99US, rep.P999US, rep.MaxUS = us(h.quantile(0.99)), us(h.quantile(0.999)), us(time.Duration(h.max))
+
+	printBenchTable(out, rep)
+	if rep.FirstError != "" {
+		fmt.Fprintf(progress, "first error: %s\n", rep.FirstError)
+	}
+	if o.asJSON {
+		b, _ := json.Marshal(rep)
+		fmt.Fprintln(out, string(b))
+	}
+	if rep.Commits == 0 {
+		return exitError{1, "no transaction committed"}
+	}
+	return nil
+}
+
+func unaryWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions, timeout time.Duration,
+	deadline time.Time, measuring *atomic.Bool, s *workerStats) {
+	for {
+		start := time.Now()
+		if !start.Before(deadline) || ctx.Err() != nil {
+			return
+		}
+		ops, ro := gn.next(o.rmw == "oneshot")
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		res, err := c.Execute(rctx, ops...)
+		if err == nil && !ro && o.rmw == "putif" {
+			gn.version++
+			puts := make([]client.Op, 4)
+			for i := range 4 {
+				v := valueOf(o.valueSize, uint64(i), gn.version)
+				if res.Results[i].Found {
+					puts[i] = client.PutIf(ops[i].Key, v, res.Results[i].Value)
+				} else {
+					puts[i] = client.PutIfAbsent(ops[i].Key, v)
+				}
+			}
+			_, err = c.Execute(rctx, puts...)
+		}
+		cancel()
+		s.outcome(time.Since(start), ro, err, measuring.Load())
+	}
+}
+
+func pipelineWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions,
+	deadline time.Time, measuring *atomic.Bool, s *workerStats) {
+	p, err := c.NewPipeline(ctx, client.PipelineOptions{MaxInFlight: o.pipeline})
+	if err != nil {
+		s.errors.Add(1)
+		s.firstErr = err
+		return
+	}
+	// The callbacks run on the pipeline's one receiving goroutine, so they
+	// may update s without locks; s is read after Close has drained them.
+	for {
+		start := time.Now()
+		if !start.Before(deadline) || ctx.Err() != nil {
+			break
+		}
+		ops, ro := gn.next(true)
+		m := measuring.Load()
+		err := p.ExecuteAsync(ctx, ops, func(_ *client.Result, err error) {
+			s.outcome(time.Since(start), ro, err, m)
+		})
+		if err != nil {
+			s.errors.Add(1) // counted here: the callback will not run
+			break
+		}
+	}
+	if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		s.errors.Add(1)
+	}
+}
+
+func printBenchTable(out io.Writer, r benchReport) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "workload\t%s (%s, concurrency %d, pipeline %d, conns %d, %d keys, rmw %s)\n",
+		r.Workload, r.Mode, r.Concurrency, r.Pipeline, r.Conns, r.Keys, r.RMW)
+	fmt.Fprintf(w, "duration\t%.2f s\n", r.Seconds)
+	fmt.Fprintf(w, "commits\t%d (read-only %d, read-write %d)\n", r.Commits, r.ReadOnly, r.ReadWrite)
+	fmt.Fprintf(w, "aborts\t%d\n", r.Aborts)
+	fmt.Fprintf(w, "errors\t%d\n", r.Errors)
+	fmt.Fprintf(w, "throughput\t%.0f txn/s\n", r.ThroughputTPS)
+	fmt.Fprintf(w, "latency\tmean %.0f us  p50 %.0f us  p95 %.0f us  p99 %.0f us  p99.9 %.0f us  max %.0f us\n",
+		r.MeanUS, r.P50US, r.P95US, r.P99US, r.P999US, r.MaxUS)
+	w.Flush()
+}
