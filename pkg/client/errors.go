@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -22,6 +23,10 @@ var (
 	// FAILED_PRECONDITION). Nothing was applied. The *Error carries the
 	// leader's client address when the replica knows it.
 	ErrNotLeader = errors.New("rolis: not the leader")
+	// ErrFailedPrecondition: gRPC FAILED_PRECONDITION of any kind: a write
+	// on a follower (also ErrNotLeader) or, for example, a write in a
+	// read-only transaction (not ErrNotLeader).
+	ErrFailedPrecondition = errors.New("rolis: failed precondition")
 	// ErrConditionFailed: a PUT_IF of a one-shot transaction did not match;
 	// the transaction wrote nothing.
 	ErrConditionFailed = errors.New("rolis: condition failed")
@@ -85,6 +90,8 @@ func (e *Error) Is(target error) bool {
 	case ErrAborted:
 		return e.Code == codes.Aborted
 	case ErrNotLeader:
+		return e.isNotLeader()
+	case ErrFailedPrecondition:
 		return e.Code == codes.FailedPrecondition
 	case ErrTxnNotFound:
 		return e.Code == codes.NotFound
@@ -102,6 +109,13 @@ func (e *Error) Is(target error) bool {
 		return e.Code == codes.Canceled
 	}
 	return false
+}
+
+// isNotLeader: FAILED_PRECONDITION that names a leader, or says "leader"
+// (the server also uses the code for other preconditions, such as a write
+// in a read-only transaction).
+func (e *Error) isNotLeader() bool {
+	return e.Code == codes.FailedPrecondition && (e.Leader != "" || strings.Contains(strings.ToLower(e.Message), "leader"))
 }
 
 // GRPCStatus lets status.FromError and status.Code see the original code.

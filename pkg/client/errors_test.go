@@ -17,7 +17,7 @@ func TestErrorMatchesSentinelsByCode(t *testing.T) {
 		want error
 	}{
 		{codes.Aborted, ErrAborted},
-		{codes.FailedPrecondition, ErrNotLeader},
+		{codes.FailedPrecondition, ErrFailedPrecondition},
 		{codes.NotFound, ErrTxnNotFound},
 		{codes.InvalidArgument, ErrInvalidArgument},
 		{codes.ResourceExhausted, ErrResourceExhausted},
@@ -26,7 +26,7 @@ func TestErrorMatchesSentinelsByCode(t *testing.T) {
 		{codes.DeadlineExceeded, context.DeadlineExceeded},
 		{codes.Canceled, context.Canceled},
 	}
-	all := []error{ErrAborted, ErrNotLeader, ErrTxnNotFound, ErrInvalidArgument, ErrResourceExhausted,
+	all := []error{ErrAborted, ErrNotLeader, ErrFailedPrecondition, ErrTxnNotFound, ErrInvalidArgument, ErrResourceExhausted,
 		ErrUnavailable, ErrUnauthenticated, ErrConditionFailed}
 	for _, c := range cases {
 		err := fmt.Errorf("wrapped: %w", wrapErr("Execute", status.Error(c.code, "x"), nil))
@@ -52,6 +52,17 @@ func TestNotLeaderErrorCarriesLeader(t *testing.T) {
 		metadata.Pairs(LeaderTrailer, "127.0.0.1:7000"))
 	if !errors.Is(err, ErrNotLeader) || LeaderOf(err) != "127.0.0.1:7000" {
 		t.Fatalf("err %v leader %q", err, LeaderOf(err))
+	}
+}
+
+func TestFailedPreconditionIsNotLeaderOnlyWhenItSaysSo(t *testing.T) {
+	ro := wrapErr("Put", status.Error(codes.FailedPrecondition, "transaction is read-only"), nil)
+	if errors.Is(ro, ErrNotLeader) || !errors.Is(ro, ErrFailedPrecondition) {
+		t.Errorf("read-only write: %v", ro)
+	}
+	nl := wrapErr("Put", status.Error(codes.FailedPrecondition, "not the leader: leader unknown"), nil)
+	if !errors.Is(nl, ErrNotLeader) || !errors.Is(nl, ErrFailedPrecondition) {
+		t.Errorf("not leader: %v", nl)
 	}
 }
 

@@ -120,8 +120,16 @@ func retryable(err error) bool {
 	if errors.Is(err, ErrTooManyRedirects) || errors.Is(err, ErrRetriesExhausted) {
 		return false
 	}
-	return errors.Is(err, ErrAborted) || errors.Is(err, ErrNotLeader) || notSent(err)
+	var r retryAnyway
+	return errors.As(err, &r) || errors.Is(err, ErrAborted) || errors.Is(err, ErrNotLeader) || notSent(err)
 }
+
+// retryAnyway marks an error after which the whole attempt may run again
+// although its code alone would not say so (a Begin refused for lack of
+// room: RESOURCE_EXHAUSTED before anything happened).
+type retryAnyway struct{ error }
+
+func (r retryAnyway) Unwrap() error { return r.error }
 
 // sleepFunc is replaced by tests.
 var sleepFunc = func(ctx context.Context, d time.Duration) error {

@@ -66,7 +66,8 @@ func (c *Client) Begin(ctx context.Context, opts ...TxnOption) (*Tx, error) {
 }
 
 // Txn runs fn in an interactive transaction and commits it. When fn or the
-// commit fails with ErrAborted (a conflict) or ErrNotLeader (a redirect), the
+// commit fails with ErrAborted (a conflict) or ErrNotLeader (a redirect), or
+// Begin finds no room (ErrResourceExhausted: too many open transactions), the
 // transaction is rolled back and fn runs again in a new one, according to
 // Config.Retry; so fn must have no effect outside the transaction, or
 // tolerate running more than once. Any other error from fn rolls back and is
@@ -81,6 +82,9 @@ func (c *Client) TxnCommit(ctx context.Context, fn func(tx *Tx) error, opts ...T
 	var info CommitInfo
 	err := runWithRetry(ctx, c.retry, func(int) error {
 		tx, err := c.Begin(ctx, opts...)
+		if errors.Is(err, ErrResourceExhausted) {
+			return retryAnyway{err} // too many open transactions: wait for room
+		}
 		if err != nil {
 			return err
 		}
