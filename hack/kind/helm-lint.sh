@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# `make helm-lint`: the chart is in sync with config/ (sync-chart.sh --check),
+# `helm lint --strict` is clean, and `helm template` renders with the default
+# values and with every option turned on. With a running Kind cluster the
+# rendered objects are also checked by the API server (kubectl --dry-run=server).
+source "$(dirname "$0")/lib.sh"
+CHART="$ROOT/charts/rolis-operator"
+ensure_helm
+"$KIND_DIR/sync-chart.sh" --check
+[ -f "$CHART/files/manager-role.yaml" ] \
+  || die "charts/rolis-operator/files/manager-role.yaml is missing: the operator's RBAC (config/rbac/role.yaml, controller-gen) is not generated yet"
+ALL_ON=(--set replicaCount=2 --set metrics.serviceMonitor.enabled=true
+  --set "metrics.serviceMonitor.labels.release=prometheus" --set logLevel=debug
+  --set "extraArgs={--foo=bar}" --set "nodeSelector.kubernetes\.io/os=linux")
+step "helm lint" helm lint --strict --kube-version "$K8S_VERSION" "$CHART"
+step "helm lint (all options on)" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" "${ALL_ON[@]}"
+out="$CACHE/helm-lint"; mkdir -p "$out"
+step "helm template" helm template rolis "$CHART" --kube-version "$K8S_VERSION" -n rolis-system --include-crds >"$out/default.yaml"
+step "helm template (all options on)" helm template rolis "$CHART" --kube-version "$K8S_VERSION" -n rolis-system "${ALL_ON[@]}" >"$out/all-on.yaml"
+info "rendered: $(grep -c '^kind:' "$out/default.yaml") objects (default), $(grep -c '^kind:' "$out/all-on.yaml") (all on), in $out"
+if [ -d "$ROOT/config/default" ]; then
+  ensure_kustomize
+  step "kustomize build config/default" sh -c "kustomize build '$ROOT/config/default' >'$out/kustomize.yaml'"
+fi
+if docker_ok && kubectl get --raw /readyz >/dev/null 2>&1; then
+  helm template rolis "$CHART" -n default "${ALL_ON[@]}" --set metrics.serviceMonitor.enabled=false >"$out/dry-run.yaml"
+  step "server-side dry run on kind-$KIND_CLUSTER" sh -c \
+    "'$K8S_BIN/kubectl' --context kind-$KIND_CLUSTER apply --dry-run=server -f '$out/dry-run.yaml' >/dev/null"
+fi
+total_time
