@@ -67,11 +67,12 @@ build_kindbase() {
   # Kind's own node files (entrypoint, systemd units, containerd config) come from
   # the kind module that `go install` of kind uses.
   local kinddir; kinddir=$(go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)
-  local ctx; ctx=$(mktemp -d); trap 'rm -rf "$ctx"' RETURN
+  local ctx; ctx=$(mktemp -d)
   cp -r "$kinddir/images/base/files" "$ctx/files"; chmod -R u+w "$ctx/files"
   cp "$KIND_DIR/kindbase.Dockerfile" "$ctx/Dockerfile"
   log "docker build $KINDBASE_IMAGE"
-  DOCKER_BUILDKIT=0 docker build -q --build-arg ROOTFS="$rootfs_img" -t "$KINDBASE_IMAGE" "$ctx" >/dev/null
+  docker_build -q --build-arg ROOTFS="$rootfs_img" -t "$KINDBASE_IMAGE" "$ctx" >/dev/null
+  rm -rf "$ctx"
 }
 
 targets=("$@"); ((${#targets[@]})) || targets=(rolis-base kindbase)

@@ -16,13 +16,15 @@ PREFIX="${IMAGE_PREFIX:-rolis}"
 declare -A IMAGE=([rolisd]="$PREFIX/rolisd" [operator]="$PREFIX/rolis-operator" [tools]="$PREFIX/rolis-tools")
 declare -A NEEDS=([rolisd]="bin/rolisd" [operator]="bin/rolis-operator" [tools]="bin/rolisctl bin/kubectl")
 
+# (build_one runs after `if`, where bash ignores `set -e`: every failure in it
+# returns explicitly.)
 # Debian packages that hold the shared libraries of a binary (the host is the
 # same bookworm as the image, so the package names carry over).
 runtime_debs() {
   local lib pkgs=() p
   while read -r lib; do
     p=$(dpkg -S "$lib" 2>/dev/null || dpkg -S "${lib#/usr}" 2>/dev/null || dpkg -S "/usr$lib" 2>/dev/null) \
-      || die "$1 links $lib, which no Debian package holds: it cannot go into an image"
+      || { echo "$1 links $lib, which no Debian package holds" >&2; return 1; }
     pkgs+=("${p%%:*}")
   done < <(ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | xargs -r realpath)
   printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' '
@@ -37,7 +39,7 @@ build_one() { # TARGET
   fi
   local args=(--target "$t" --network host --build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg VERSION="$TAG")
   if [ "$t" = rolisd ]; then
-    local debs; debs=$(runtime_debs "$ROOT/bin/rolisd")
+    local debs; debs=$(runtime_debs "$ROOT/bin/rolisd") || return 1
     info "rolisd runtime packages: ${debs:-none}"
     args+=(--build-arg RUNTIME_DEBS="$debs")
   fi
@@ -54,7 +56,9 @@ fi
 failed=()
 for t in "${targets[@]}"; do
   [ -n "${IMAGE[$t]:-}" ] || die "unknown image target $t (rolisd, operator, tools)"
-  step "image ${IMAGE[$t]}:$TAG" build_one "$t" || { failed+=("$t"); log "image $t FAILED"; }
+  log "image ${IMAGE[$t]}:$TAG"; s=$(date +%s)
+  if build_one "$t"; then info "done in $(( $(date +%s) - s ))s"
+  else failed+=("$t"); log "image $t FAILED"; fi
 done
 total_time
 ((${#failed[@]} == 0)) || die "images not built: ${failed[*]}"

@@ -11,6 +11,7 @@ K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 K8S_BIN="$CACHE/k8s-bin/$K8S_VERSION"
 KIND_VERSION="${KIND_VERSION:-v0.33.0}"
 HELM_VERSION="${HELM_VERSION:-v3.22.0}"
+HELM_K8S_MINOR=37   # the k8s.io/client-go minor that helm v3.22.0 requires
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.8}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.14.2}"
@@ -28,13 +29,25 @@ _t0_script=$(date +%s)
 log()  { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 info() { printf '    %s\n' "$*" >&2; }
 die()  { printf '\033[31mERROR: %s\033[0m\n' "$*" >&2; exit 1; }
-# step NAME CMD...: runs CMD, prints its duration.
+# step NAME CMD...: runs CMD, prints its duration. Call it plainly (not after
+# `if`, `||` or `&&`, where bash ignores `set -e` inside functions): a failing
+# step ends the script, and the EXIT trap names it.
+_step=""
 step() {
   local name="$1"; shift; local s; s=$(date +%s)
   log "$name"
+  _step="$name"
   "$@"
+  _step=""
   info "$name: done in $(( $(date +%s) - s ))s"
 }
+_on_exit() {
+  local rc=$?
+  if ((rc != 0)) && [ -n "$_step" ]; then
+    printf '\033[31mFAILED: %s (exit %d, after %ds in all)\033[0m\n' "$_step" "$rc" $(( $(date +%s) - _t0_script )) >&2
+  fi
+}
+trap _on_exit EXIT
 # Call at the end of a top-level script.
 total_time() { log "total time: $(( $(date +%s) - _t0_script ))s"; }
 
@@ -57,20 +70,29 @@ ensure_packages() {
   ((created == 0)) || as_root rm -f "$prc"
 }
 
-# go_tool NAME PKG@VERSION: go install into $TOOLS_BIN once per version.
+# go_tool NAME PKG@VERSION [LDFLAGS]: go install into $TOOLS_BIN, once per
+# version and flags.
 go_tool() {
-  local name="$1" pkg="$2" ver="${2##*@}" stamp
-  stamp="$TOOLS_BIN/.$name.version"
-  if [ -x "$TOOLS_BIN/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$ver" ]; then return 0; fi
+  local name="$1" pkg="$2" ldf="${3:-}" ver="${2##*@}" stamp want
+  stamp="$TOOLS_BIN/.$name.version"; want="$ver $(echo "$ldf" | sha256sum | cut -c1-8)"
+  if [ -x "$TOOLS_BIN/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then return 0; fi
   log "building $name $ver with go install (cached afterwards)"
   local s; s=$(date +%s)
   mkdir -p "$TOOLS_BIN"
-  GOBIN="$TOOLS_BIN" CGO_ENABLED=0 "${NICE[@]}" go install -trimpath -ldflags=-s "$pkg"
-  echo "$ver" >"$stamp"
+  GOBIN="$TOOLS_BIN" CGO_ENABLED=0 "${NICE[@]}" go install -trimpath -ldflags="-s -w $ldf" "$pkg"
+  echo "$want" >"$stamp"
   info "built $name in $(( $(date +%s) - s ))s"
 }
 ensure_kind()      { go_tool kind "sigs.k8s.io/kind@$KIND_VERSION"; }
-ensure_helm()      { go_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; }
+# Helm's Makefile stamps its version and the Kubernetes version it renders
+# for (`helm template` without a cluster); `go install` alone would leave
+# v1.20, older than the chart's kubeVersion.
+ensure_helm() {
+  go_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION \
+ -X helm.sh/helm/v3/internal/version.gitTreeState=clean \
+ -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$HELM_K8S_MINOR \
+ -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$HELM_K8S_MINOR"
+}
 ensure_kustomize() { go_tool kustomize "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"; }
 
 docker_ok() { docker info >/dev/null 2>&1; }
@@ -83,3 +105,18 @@ kubectl() { "$K8S_BIN/kubectl" --context "kind-$KIND_CLUSTER" "$@"; }
 # daemon has BuildKit built in (the newer CLI on PATH wants a buildx plugin
 # that is not installed). BuildKit builds only the stages a target needs.
 docker_build() { DOCKER_BUILDKIT=1 /usr/bin/docker build "$@"; }
+
+# component_image TAG BINARY FROM [ENTRYPOINT]: an image with one binary in /usr/local/bin.
+component_image() {
+  local tag="$1" bin="$2" from="$3" ep="${4:-}"
+  local ctx; ctx="$CACHE/images/ctx-$(echo "$tag" | tr /: __)"
+  mkdir -p "$ctx"; cp -f "$bin" "$ctx/"
+  {
+    echo "FROM $from"
+    echo "COPY $(basename "$bin") /usr/local/bin/$(basename "$bin")"
+    echo "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    [ -z "$ep" ] || echo "ENTRYPOINT [\"/usr/local/bin/$(basename "$bin")\"]"
+  } >"$ctx/Dockerfile"
+  docker_build -q -t "$tag" "$ctx" >/dev/null
+  info "image $tag"
+}
