@@ -47,7 +47,7 @@ void WaitForSnapshot(Database* db, uint32_t timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const uint64_t epoch = db->Stats().current_epoch;
   while (std::chrono::steady_clock::now() < deadline) {
-    if (db->Stats().snapshot_epoch > epoch) return;
+    if (db->Stats().snapshot_epoch >= epoch) return;  // snapshots show versions of epochs <= it
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }

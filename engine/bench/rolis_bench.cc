@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
 
   app.add_option("--workload", workload_name, "ycsbpp or tpcc")->check(CLI::IsMember({"ycsbpp", "tpcc"}));
   app.add_option("--threads", driver.threads, "worker threads (one warehouse each for tpcc)")
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, 250));
   app.add_option("--seconds", driver.seconds, "measured window, seconds")->check(CLI::PositiveNumber);
   app.add_option("--warmup", driver.warmup_seconds, "warmup before the measured window, seconds")
       ->check(CLI::NonNegativeNumber);

@@ -17,7 +17,9 @@
 
 #include <immintrin.h>
 
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -130,6 +132,15 @@ inline TxnOutcome RunTxn(WorkerContext& ctx, uint32_t type, bool read_only, Body
 // ---------------------------------------------------------------------------
 // Fixed-width keys: big-endian unsigned integers, so byte order = numeric order.
 
+inline void StoreBigEndian32(char* p, uint32_t v) {
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
+  std::memcpy(p, &v, 4);
+}
+inline void StoreBigEndian64(char* p, uint64_t v) {
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+  std::memcpy(p, &v, 8);
+}
+
 template <size_t N>
 class KeyBuilder {
  public:
@@ -138,18 +149,21 @@ class KeyBuilder {
     return *this;
   }
   KeyBuilder& U32(uint32_t v) {
-    for (int i = 3; i >= 0; --i) buf_[len_++] = static_cast<char>(v >> (8 * i));
+    StoreBigEndian32(buf_ + len_, v);
+    len_ += 4;
     return *this;
   }
   KeyBuilder& U64(uint64_t v) {
-    for (int i = 7; i >= 0; --i) buf_[len_++] = static_cast<char>(v >> (8 * i));
+    StoreBigEndian64(buf_ + len_, v);
+    len_ += 8;
     return *this;
   }
   // Exactly `width` bytes: `s` then zero padding (s must be shorter or equal).
   KeyBuilder& Padded(std::string_view s, size_t width) {
     size_t n = s.size() < width ? s.size() : width;
-    for (size_t i = 0; i < n; ++i) buf_[len_++] = s[i];
-    for (size_t i = n; i < width; ++i) buf_[len_++] = 0;
+    std::memcpy(buf_ + len_, s.data(), n);
+    std::memset(buf_ + len_ + n, 0, width - n);
+    len_ += width;
     return *this;
   }
   std::string_view view() const { return {buf_, len_}; }
@@ -161,13 +175,15 @@ class KeyBuilder {
 };
 
 inline uint32_t DecodeU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
   return v;
 }
 inline uint64_t DecodeU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
   return v;
 }
 

@@ -23,10 +23,7 @@ struct YcsbConfig {
 enum YcsbTxnType : uint32_t { kYcsbReadOnly = 0, kYcsbReadModifyWrite = 1 };
 
 inline std::string_view YcsbKey(uint64_t record, char (&buf)[8]) {
-  for (int i = 7; i >= 0; --i) {
-    buf[i] = static_cast<char>(record);
-    record >>= 8;
-  }
+  StoreBigEndian64(buf, record);
   return {buf, 8};
 }
 
