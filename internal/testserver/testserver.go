@@ -413,9 +413,47 @@ func (m *Member) Signal(sig syscall.Signal) error {
 	return m.cmd.Process.Signal(sig)
 }
 
-// Pause stops the process with SIGSTOP; Resume continues it.
-func (m *Member) Pause() error  { return m.Signal(syscall.SIGSTOP) }
+// Pause stops the process with SIGSTOP and returns once every thread of it
+// is stopped; Resume continues it.
+func (m *Member) Pause() error {
+	if err := m.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !m.allThreadsStopped() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("member %d: not stopped 5s after SIGSTOP", m.ID)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
 func (m *Member) Resume() error { return m.Signal(syscall.SIGCONT) }
+
+// allThreadsStopped reads the state of every thread in /proc (Linux).
+func (m *Member) allThreadsStopped() bool {
+	dir := fmt.Sprintf("/proc/%d/task", m.Pid())
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return true // not Linux, or gone: nothing more to wait for
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) STATE ...: comm may hold spaces; the state follows the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return false
+		}
+	}
+	return true
+}
 
 // Wait waits up to timeout for the process to exit and returns its state.
 func (m *Member) Wait(timeout time.Duration) (*os.ProcessState, error) {
