@@ -40,7 +40,7 @@ type Pipeline struct {
 
 	mu      sync.Mutex
 	seq     uint64
-	pending map[uint64]func(*Result, error)
+	pending map[uint64]func(*rolisv1.ExecuteResponse, error)
 	err     error // terminal error of the stream
 	closed  bool
 }
@@ -62,7 +62,7 @@ func (c *Client) NewPipeline(ctx context.Context, opts PipelineOptions) (*Pipeli
 		c: c, stream: stream, cancel: cancel, ep: ep, serverRetries: c.cfg.ServerRetries,
 		window:   make(chan struct{}, opts.MaxInFlight),
 		recvDone: make(chan struct{}),
-		pending:  make(map[uint64]func(*Result, error), opts.MaxInFlight),
+		pending:  make(map[uint64]func(*rolisv1.ExecuteResponse, error), opts.MaxInFlight),
 	}
 	go p.receive()
 	return p, nil
@@ -76,16 +76,31 @@ func (p *Pipeline) Endpoint() string { return p.ep.addr }
 // pipeline's receiving goroutine, so it must not block. The error returned
 // is non-nil only when the request was not sent, and then done is not called.
 func (p *Pipeline) ExecuteAsync(ctx context.Context, ops []Op, done func(*Result, error)) error {
+	req := &rolisv1.ExecuteRequest{Ops: make([]*rolisv1.Op, len(ops)), MaxRetries: p.serverRetries}
+	for i := range ops {
+		req.Ops[i] = ops[i].proto()
+	}
+	return p.ExecuteRequestAsync(ctx, req, func(r *rolisv1.ExecuteResponse, err error) {
+		if r == nil {
+			done(nil, err)
+			return
+		}
+		done(resultFromProto(r), err)
+	})
+}
+
+// ExecuteRequestAsync is ExecuteAsync for callers that build the wire
+// request themselves (it saves the conversions, for load generators). The
+// pipeline sets req.Seq; req must not be modified afterwards. done gets the
+// wire response, with ErrConditionFailed when its condition_failed is set,
+// or nil and the error.
+func (p *Pipeline) ExecuteRequestAsync(ctx context.Context, req *rolisv1.ExecuteRequest, done func(*rolisv1.ExecuteResponse, error)) error {
 	select {
 	case p.window <- struct{}{}:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-p.recvDone:
 		return p.terminalErr()
-	}
-	req := &rolisv1.ExecuteRequest{Ops: make([]*rolisv1.Op, len(ops)), MaxRetries: p.serverRetries}
-	for i := range ops {
-		req.Ops[i] = ops[i].proto()
 	}
 	p.mu.Lock()
 	if p.err != nil || p.closed {
@@ -170,9 +185,9 @@ func (p *Pipeline) receive() {
 			}
 			done(nil, e)
 		case resp.GetConditionFailed():
-			done(resultFromProto(resp), ErrConditionFailed)
+			done(resp, ErrConditionFailed)
 		default:
-			done(resultFromProto(resp), nil)
+			done(resp, nil)
 		}
 	}
 }
@@ -183,7 +198,7 @@ func (p *Pipeline) failAll(err error) {
 		p.err = err
 	}
 	pend := p.pending
-	p.pending = map[uint64]func(*Result, error){}
+	p.pending = map[uint64]func(*rolisv1.ExecuteResponse, error){}
 	p.mu.Unlock()
 	for _, done := range pend {
 		<-p.window
