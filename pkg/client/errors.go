@@ -73,6 +73,9 @@ type Error struct {
 	Leader string
 	// Op names the call that failed ("Execute", "Commit", ...).
 	Op string
+	// InDoubt: the call may have taken effect (a pipelined transaction whose
+	// stream ended before its reply).
+	InDoubt bool
 }
 
 func (e *Error) Error() string {
@@ -167,14 +170,19 @@ func newError(op string, code codes.Code, msg string, trailer metadata.MD) *Erro
 	return e
 }
 
-// notSent reports whether err certainly happened before the request reached
-// a server (a dial failure), so that even a write may be sent elsewhere.
+// notSent reports whether err certainly left the transaction unapplied
+// although its code is UNAVAILABLE: a dial failure (the request never left),
+// or the server's own refusal before running it ("no leader is open for
+// writes" during a failover, "server is shutting down"); so that even a write
+// may be sent again. Any other UNAVAILABLE (a connection lost mid-call) is
+// ambiguous for a write.
 func notSent(err error) bool {
 	var e *Error
-	if !errors.As(err, &e) || e.Code != codes.Unavailable {
+	if !errors.As(err, &e) || e.Code != codes.Unavailable || e.InDoubt {
 		return false
 	}
-	return containsAny(e.Message, "while dialing", "connection refused", "no such host", "produced zero addresses")
+	return containsAny(e.Message, "while dialing", "connection refused", "no such host", "produced zero addresses",
+		"no leader is open for writes", "server is shutting down")
 }
 
 // codeOf converts the error_code of an ExecuteResponse.

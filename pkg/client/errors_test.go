@@ -77,6 +77,11 @@ func TestNotSentOnlyForDialFailures(t *testing.T) {
 	if !notSent(dial) {
 		t.Error("dial failure not recognised")
 	}
+	for _, msg := range []string{"no leader is open for writes (this member is candidate)", "server is shutting down"} {
+		if !notSent(wrapErr("Execute", status.Error(codes.Unavailable, msg), nil)) {
+			t.Errorf("%q: the server refused before running it", msg)
+		}
+	}
 	lost := wrapErr("Execute", status.Error(codes.Unavailable, "error reading from server: EOF"), nil)
 	if notSent(lost) {
 		t.Error("a lost connection may have delivered the request: must not count as not sent")

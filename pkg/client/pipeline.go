@@ -200,6 +200,12 @@ func (p *Pipeline) failAll(err error) {
 	pend := p.pending
 	p.pending = map[uint64]func(*rolisv1.ExecuteResponse, error){}
 	p.mu.Unlock()
+	// Sent but unanswered: they may have committed.
+	if e, ok := err.(*Error); ok {
+		c := *e
+		c.InDoubt = true
+		err = &c
+	}
 	for _, done := range pend {
 		<-p.window
 		done(nil, err)
