@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -35,9 +36,16 @@ bool PinTo(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
+double ThreadCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 struct PerThread {
   std::vector<TxnTypeStats> types;
   bool pinned = false;
+  double cpu_seconds = 0;  // in the measured window
   Status error;
 };
 
@@ -80,8 +88,14 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
 
+      int last_phase = kWarmup;
+      double cpu_start = -1;  // thread CPU time when the measured window began
       for (uint64_t n = 0;; ++n) {
         const int p = phase.load(std::memory_order_relaxed);
+        if (p != last_phase) {
+          if (p == kMeasure) cpu_start = ThreadCpuSeconds();
+          last_phase = p;
+        }
         if (p == kStop || (fixed_work && n >= options.txns_per_thread)) break;
         const uint64_t start = CycleNow();
         workloads::TxnOutcome out = workload->RunOne(ctx);
@@ -98,6 +112,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         else ++ts.rollbacks;
         ts.latency.Record(end - start);
       }
+      if (cpu_start >= 0) me.cpu_seconds = ThreadCpuSeconds() - cpu_start;
     });
   }
   while (ready.load() < threads) std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -133,6 +148,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   for (size_t i = 0; i < type_names.size(); ++i) r.types[i].name = std::string(type_names[i]);
   for (PerThread& me : per) {
     r.pinned = r.pinned && me.pinned;
+    r.worker_cpu_seconds += me.cpu_seconds;
     if (first_error.ok() && !me.error.ok()) first_error = me.error;
     for (size_t i = 0; i < me.types.size(); ++i) {
       TxnTypeStats& to = r.types[i];

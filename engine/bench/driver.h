@@ -43,8 +43,16 @@ struct RunResult {
   uint64_t conflict_aborts = 0;
   uint64_t rollbacks = 0;
   bool pinned = false;  // every worker was pinned to a CPU
+  // CPU time the workers got during the measured window (all threads). On a
+  // shared machine it is below threads * measured_seconds.
+  double worker_cpu_seconds = 0;
 
   double throughput() const { return measured_seconds > 0 ? commits / measured_seconds : 0; }
+  // Throughput had every worker had a CPU to itself for the whole window:
+  // commits per worker-CPU-second, times threads.
+  double cpu_normalized_throughput(uint32_t threads) const {
+    return worker_cpu_seconds > 0 ? commits * threads / worker_cpu_seconds : 0;
+  }
   double abort_rate() const {
     const uint64_t attempts = commits + conflict_aborts;
     return attempts > 0 ? static_cast<double>(conflict_aborts) / static_cast<double>(attempts) : 0;

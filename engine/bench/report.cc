@@ -48,6 +48,8 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
                r.conflict_aborts, r.rollbacks, r.QuantileMicros(r.latency, 0.5), r.QuantileMicros(r.latency, 0.99));
   std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s\n", r.throughput(),
                100.0 * r.abort_rate(), r.pinned ? "yes" : "no");
+  std::fprintf(out, "workers got %.2f CPU-s of %.2f thread-s: %.0f txn/s per full CPU each\n", r.worker_cpu_seconds,
+               r.measured_seconds * info.threads, r.cpu_normalized_throughput(info.threads));
 }
 
 std::string JsonLine(const RunInfo& info, const RunResult& r) {
@@ -76,6 +78,8 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("batch_size", Num(uint64_t{info.mode.batch_size}));
   field("load_seconds", Num(info.load_seconds));
   field("pinned", r.pinned ? "true" : "false");
+  field("worker_cpu_seconds", Num(r.worker_cpu_seconds));
+  field("cpu_normalized_tps", Num(r.cpu_normalized_throughput(info.threads)));
   std::string config = "{";
   for (const auto& [k, v] : info.config) {
     if (config.size() > 1) config += ",";

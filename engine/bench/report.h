@@ -25,7 +25,8 @@ struct RunInfo {
 void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
 // One JSON object without newlines. Fields: workload, mode, threads, seconds,
 // warmup_seconds, seed, throughput_tps, abort_rate, p50_us, p99_us, commits,
-// aborts, rollbacks, replicas, batch_size, load_seconds, pinned, config{},
+// aborts, rollbacks, replicas, batch_size, load_seconds, pinned,
+// worker_cpu_seconds, cpu_normalized_tps, config{},
 // txns{type: {commits, aborts, rollbacks, p50_us, p99_us}}.
 std::string JsonLine(const RunInfo& info, const RunResult& result);
 
