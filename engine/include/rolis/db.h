@@ -56,7 +56,7 @@ struct Options {
   // transactions read the snapshot of a recent closed epoch; reclamation of
   // old versions and deleted records runs behind it.
   uint32_t epoch_period_ms = 40;
-  uint32_t max_workers = 64;
+  uint32_t max_workers = 64;  // at most 256 (the worker id is the low 8 bits of a ts)
   CommitHook* commit_hook = nullptr;  // not owned; may be null
 };
 
@@ -126,6 +126,11 @@ class Transaction {
   // Commit timestamp of a committed read-write transaction (0 otherwise).
   virtual uint64_t commit_ts() const = 0;
   virtual bool read_only() const = 0;
+
+  // Largest commit timestamp among the record versions this transaction has
+  // read so far (0 if none). A read-only transaction on the leader may use it
+  // to wait, before replying, until the commit watermark passes what it read.
+  virtual uint64_t max_read_ts() const { return 0; }
 };
 
 struct DatabaseStats {
@@ -148,6 +153,9 @@ class Database {
   virtual Status GetTable(std::string_view name, Table** table) = 0;
   virtual Status GetTable(TableId id, Table** table) = 0;
 
+  // Returns nullptr when Options.max_workers workers are registered. A
+  // Worker must be destroyed before the Database, and a Transaction before
+  // its Worker.
   virtual std::unique_ptr<Worker> RegisterWorker() = 0;
 
   // Installs a replicated write with last-writer-wins on `order` (larger
@@ -156,6 +164,17 @@ class Database {
   // unsigned comparison orders it.
   virtual Status ApplyReplicated(Worker* worker, const WriteRecord& write, uint64_t order_epoch,
                                  uint64_t order_ts) = 0;
+
+  // The replication epoch that local commits are stamped with (default 0).
+  // ApplyReplicated compares (epoch, ts) epoch first, so a leader of epoch e
+  // sets e here before it opens for writes.
+  virtual void SetReplicationEpoch(uint64_t epoch) {}
+  // Follower replay: every replicated write with order at or below
+  // (epoch, ts) has been applied on every stream, so a tombstone left by a
+  // replicated delete at or below it can no longer be needed to make an
+  // older, late write lose and may be reclaimed. Until it is raised,
+  // replicated tombstones are kept.
+  virtual void SetReplayHorizon(uint64_t epoch, uint64_t ts) {}
 
   virtual const Limits& limits() const = 0;
   virtual DatabaseStats Stats() const = 0;

@@ -1,0 +1,274 @@
+#include "btree.h"
+
+#include <cstring>
+#include <new>
+#include <string_view>
+
+#include "alloc.h"
+
+namespace rolis::core {
+namespace {
+
+Leaf* NewLeaf() {
+  void* mem = AllocZeroedAligned(sizeof(Leaf), 64);
+  if (!mem) throw std::bad_alloc();
+  Leaf* l = new (mem) Leaf();
+  l->is_leaf = true;
+  return l;
+}
+
+Inner* NewInner() {
+  void* mem = AllocZeroedAligned(sizeof(Inner), 64);
+  if (!mem) throw std::bad_alloc();
+  Inner* in = new (mem) Inner();
+  in->is_leaf = false;
+  return in;
+}
+
+const SepKey* NewSepKey(const char* data, uint32_t len) {
+  void* mem = Alloc(sizeof(SepKey) + len);
+  if (!mem) throw std::bad_alloc();
+  SepKey* s = static_cast<SepKey*>(mem);
+  s->len = len;
+  std::memcpy(reinterpret_cast<char*>(s + 1), data, len);
+  return s;
+}
+
+// Full bytes of the key at slot i of a locked leaf.
+std::string_view LeafKey(const Leaf* l, int i) { return l->vals[i]->key(); }
+
+}  // namespace
+
+BTree::BTree() { root_.store(NewLeaf(), std::memory_order_release); }
+
+BTree::~BTree() { FreeSubtree(root_.load(std::memory_order_acquire)); }
+
+void BTree::FreeSubtree(NodeBase* n) {
+  if (!n->is_leaf) {
+    Inner* in = static_cast<Inner*>(n);
+    for (int i = 0; i <= in->count; ++i) FreeSubtree(in->children[i]);
+    for (int i = 0; i < in->count; ++i) {
+      if (in->full[i]) Free(const_cast<SepKey*>(in->full[i]));
+    }
+  }
+  Free(n);
+}
+
+Leaf* BTree::FindLeaf(const KeyRef& k, uint64_t* out_version) const {
+restart:
+  NodeBase* node = root_.load(std::memory_order_acquire);
+  uint64_t v = node->version.load(std::memory_order_acquire);
+  if (IsLocked(v) || node != root_.load(std::memory_order_acquire)) {
+    CpuRelax();
+    goto restart;
+  }
+  while (!node->is_leaf) {
+    const Inner* in = static_cast<const Inner*>(node);
+    int idx = InnerChildIndex(in, ClampCount(Ld(in->count), kInnerCap), k);
+    NodeBase* child = Ld(in->children[idx]);
+    if (!Validate(in, v)) goto restart;
+    uint64_t cv = child->version.load(std::memory_order_acquire);
+    if (IsLocked(cv) || !Validate(in, v)) {
+      CpuRelax();
+      goto restart;
+    }
+    node = child;
+    v = cv;
+  }
+  *out_version = v;
+  return static_cast<Leaf*>(node);
+}
+
+BTree::LookupResult BTree::Lookup(const KeyRef& k) const {
+  for (;;) {
+    uint64_t v;
+    Leaf* leaf = FindLeaf(k, &v);
+    int n = ClampCount(Ld(leaf->count), kLeafCap);
+    bool exact;
+    int pos = LeafLowerBound(leaf, n, k, &exact);
+    Record* r = exact ? Ld(leaf->vals[pos]) : nullptr;
+    if (!Validate(leaf, v)) continue;
+    return {r, leaf, v};
+  }
+}
+
+bool BTree::Remove(const KeyRef& k, const Record* expected) {
+  for (;;) {
+    uint64_t v;
+    Leaf* leaf = FindLeaf(k, &v);
+    int n = ClampCount(Ld(leaf->count), kLeafCap);
+    bool exact;
+    int pos = LeafLowerBound(leaf, n, k, &exact);
+    if (!exact || Ld(leaf->vals[pos]) != expected) {
+      if (!Validate(leaf, v)) continue;
+      return false;
+    }
+    if (!TryUpgrade(leaf, v)) continue;
+    for (int i = pos; i + 1 < n; ++i) {
+      St(leaf->keys[i].s0, leaf->keys[i + 1].s0);
+      St(leaf->keys[i].s1, leaf->keys[i + 1].s1);
+      St(leaf->lens[i], leaf->lens[i + 1]);
+      St(leaf->vals[i], leaf->vals[i + 1]);
+    }
+    St(leaf->vals[n - 1], nullptr);
+    St(leaf->count, n - 1);
+    UnlockNode(leaf);
+    return true;
+  }
+}
+
+Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent) {
+  int n = leaf->count;
+  int half = n / 2;
+  Leaf* nl = NewLeaf();
+  for (int i = half; i < n; ++i) {
+    nl->keys[i - half] = leaf->keys[i];
+    nl->lens[i - half] = leaf->lens[i];
+    nl->vals[i - half] = leaf->vals[i];
+  }
+  nl->count = static_cast<uint16_t>(n - half);
+  nl->next = leaf->next;
+
+  // Shortest separator s with left max < s <= right min: the right min's
+  // prefix one byte past the common prefix.
+  std::string_view a = LeafKey(leaf, half - 1), b = LeafKey(leaf, half);
+  size_t m = std::min(a.size(), b.size()), lcp = 0;
+  while (lcp < m && a[lcp] == b[lcp]) ++lcp;
+  uint32_t slen = static_cast<uint32_t>(lcp + 1);
+  Sep sep{SliceAt(b.data(), slen, 0), SliceAt(b.data(), slen, 8), static_cast<uint16_t>(slen),
+          slen > kInlineKeyBytes ? NewSepKey(b.data(), slen) : nullptr};
+
+  St(leaf->next, nl);
+  for (int i = half; i < n; ++i) {
+    St(leaf->vals[i], nullptr);
+    St(leaf->keys[i].s0, 0);
+    St(leaf->keys[i].s1, 0);
+    St(leaf->lens[i], 0);
+  }
+  St(leaf->count, half);
+  if (parent) {
+    AddChildLocked(parent, leaf, sep, nl);
+  } else {
+    NewRootLocked(leaf, sep, nl);
+  }
+  return nl;
+}
+
+void BTree::SplitInnerLocked(Inner* in, Inner* parent) {
+  int n = in->count;
+  int mid = n / 2;
+  Inner* ni = NewInner();
+  for (int i = mid + 1; i < n; ++i) {
+    ni->keys[i - mid - 1] = in->keys[i];
+    ni->lens[i - mid - 1] = in->lens[i];
+    ni->full[i - mid - 1] = in->full[i];
+  }
+  for (int i = mid + 1; i <= n; ++i) ni->children[i - mid - 1] = in->children[i];
+  ni->count = static_cast<uint16_t>(n - mid - 1);
+  Sep up{in->keys[mid].s0, in->keys[mid].s1, in->lens[mid], in->full[mid]};
+  St(in->count, mid);
+  for (int i = mid; i < n; ++i) {
+    St(in->full[i], nullptr);
+    St(in->lens[i], 0);
+  }
+  if (parent) {
+    AddChildLocked(parent, in, up, ni);
+  } else {
+    NewRootLocked(in, up, ni);
+  }
+}
+
+void BTree::AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBase* right) {
+  int n = parent->count;
+  int j = 0;
+  while (j <= n && parent->children[j] != left) ++j;
+  for (int i = n; i > j; --i) {
+    St(parent->keys[i].s0, parent->keys[i - 1].s0);
+    St(parent->keys[i].s1, parent->keys[i - 1].s1);
+    St(parent->lens[i], parent->lens[i - 1]);
+    St(parent->full[i], parent->full[i - 1]);
+    St(parent->children[i + 1], parent->children[i]);
+  }
+  St(parent->keys[j].s0, sep.s0);
+  St(parent->keys[j].s1, sep.s1);
+  St(parent->lens[j], sep.len);
+  St(parent->full[j], sep.full);
+  St(parent->children[j + 1], right);
+  St(parent->count, n + 1);
+}
+
+void BTree::NewRootLocked(NodeBase* left, const Sep& sep, NodeBase* right) {
+  Inner* r = NewInner();
+  r->keys[0] = {sep.s0, sep.s1};
+  r->lens[0] = sep.len;
+  r->full[0] = sep.full;
+  r->children[0] = left;
+  r->children[1] = right;
+  r->count = 1;
+  root_.store(r, std::memory_order_release);
+}
+
+namespace {
+
+std::string SepBytes(const Inner* in, int i) {
+  if (in->full[i]) return std::string(in->full[i]->data(), in->full[i]->len);
+  char buf[16];
+  uint64_t a = __builtin_bswap64(in->keys[i].s0), b = __builtin_bswap64(in->keys[i].s1);
+  std::memcpy(buf, &a, 8);
+  std::memcpy(buf + 8, &b, 8);
+  return std::string(buf, in->lens[i]);
+}
+
+// Checks that every key under n lies in [lo, hi) (empty optional bounds).
+bool CheckNode(const NodeBase* n, const std::string* lo, const std::string* hi, std::string* why) {
+  if (n->is_leaf) {
+    const Leaf* l = static_cast<const Leaf*>(n);
+    for (int i = 0; i < l->count; ++i) {
+      std::string_view k = l->vals[i]->key();
+      KeyRef kr(k);
+      if (l->keys[i].s0 != kr.s0 || l->keys[i].s1 != kr.s1 || l->lens[i] != kr.len) {
+        *why = "leaf slot does not match its record's key";
+        return false;
+      }
+      if (i > 0 && CompareKeys(l->vals[i - 1]->key(), k) >= 0) {
+        *why = "leaf keys not strictly sorted";
+        return false;
+      }
+      if ((lo && CompareKeys(k, *lo) < 0) || (hi && CompareKeys(k, *hi) >= 0)) {
+        *why = "leaf key outside its parent's separators";
+        return false;
+      }
+    }
+    return true;
+  }
+  const Inner* in = static_cast<const Inner*>(n);
+  for (int i = 0; i <= in->count; ++i) {
+    std::string l = i > 0 ? SepBytes(in, i - 1) : std::string();
+    std::string h = i < in->count ? SepBytes(in, i) : std::string();
+    if (!CheckNode(in->children[i], i > 0 ? &l : lo, i < in->count ? &h : hi, why)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool BTree::CheckInvariantsUnsafe(std::string* why) const {
+  const NodeBase* root = root_.load(std::memory_order_acquire);
+  if (!CheckNode(root, nullptr, nullptr, why)) return false;
+  // The leaf chain visits keys in strictly increasing order.
+  const NodeBase* n = root;
+  while (!n->is_leaf) n = static_cast<const Inner*>(n)->children[0];
+  const Record* prev = nullptr;
+  for (const Leaf* l = static_cast<const Leaf*>(n); l; l = l->next) {
+    for (int i = 0; i < l->count; ++i) {
+      if (prev && CompareKeys(prev->key(), l->vals[i]->key()) >= 0) {
+        *why = "leaf chain out of order";
+        return false;
+      }
+      prev = l->vals[i];
+    }
+  }
+  return true;
+}
+
+}  // namespace rolis::core

@@ -1,0 +1,336 @@
+// An ordered, concurrent in-memory index: a B+-tree with optimistic lock
+// coupling (Leis et al., "The ART of practical synchronization").
+//
+// Every node has a version word. Readers take no locks and write nothing
+// shared: they read a node's version, read the node, and re-check the
+// version, restarting from the root when it moved. Writers lock only the
+// nodes they change (a leaf; its parent too when it splits). Full inner
+// nodes are split on the way down, so a splitting leaf always finds room in
+// its parent.
+//
+// Values are Record pointers; a leaf keeps the first 16 bytes of each key
+// inline (key.h) and reads longer keys' remaining bytes from the record.
+// Keys are never physically removed by transactions (a delete marks the
+// record absent); the reclaimer removes them. Nodes are never freed while
+// the tree lives (no merging), so an optimistic reader can always follow a
+// pointer it read, and only records need epoch-based reclamation.
+//
+// Leaf versions serve Silo's phantom detection: any insert or removal of a
+// key in a leaf, and any split, changes that leaf's version. A scan reports
+// each leaf it read with the version it validated, and a transaction
+// re-checks them at commit.
+#pragma once
+
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "key.h"
+#include "record.h"
+
+namespace rolis::core {
+
+inline constexpr int kLeafCap = 32;
+inline constexpr int kInnerCap = 32;
+
+inline void CpuRelax() { _mm_pause(); }
+
+// Version word: bit 1 = write-locked. Lock adds 2, unlock adds 2, so every
+// write moves the version by 4 and a reader that saw an unlocked version v
+// knows the node is unchanged iff it still reads v.
+struct alignas(64) NodeBase {
+  std::atomic<uint64_t> version{0};
+  uint16_t count = 0;
+  bool is_leaf = false;
+};
+
+struct Slice16 {
+  uint64_t s0;
+  uint64_t s1;
+};
+
+struct Leaf : NodeBase {
+  Leaf* next;
+  Slice16 keys[kLeafCap];
+  uint16_t lens[kLeafCap];
+  Record* vals[kLeafCap];
+};
+
+// A separator longer than 16 bytes, owned by the inner node that holds it.
+struct SepKey {
+  uint32_t len;
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+};
+
+struct Inner : NodeBase {
+  Slice16 keys[kInnerCap];  // separators; child i holds keys in [sep[i-1], sep[i])
+  uint16_t lens[kInnerCap];
+  const SepKey* full[kInnerCap];  // non-null iff lens[i] > 16
+  NodeBase* children[kInnerCap + 1];
+};
+
+inline bool IsLocked(uint64_t v) { return (v & 2) != 0; }
+
+inline uint64_t WaitUnlocked(const NodeBase* n) {
+  for (;;) {
+    uint64_t v = n->version.load(std::memory_order_acquire);
+    if (!IsLocked(v)) return v;
+    CpuRelax();
+  }
+}
+
+// Seqlock-style re-check after optimistic reads.
+inline bool Validate(const NodeBase* n, uint64_t v) {
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return n->version.load(std::memory_order_relaxed) == v;
+}
+
+inline bool TryUpgrade(NodeBase* n, uint64_t v) {
+  return n->version.compare_exchange_strong(v, v + 2, std::memory_order_acquire);
+}
+
+inline void UnlockNode(NodeBase* n) { n->version.fetch_add(2, std::memory_order_release); }
+
+inline int ClampCount(int n, int cap) { return n > cap ? cap : n; }
+
+inline int CompareLeafSlot(const Leaf* l, int i, const KeyRef& k) {
+  return CompareStored(Ld(l->keys[i].s0), Ld(l->keys[i].s1), Ld(l->lens[i]), k,
+                       [&](const char** p, uint32_t* n) {
+                         const Record* r = Ld(l->vals[i]);
+                         if (!r) return false;
+                         *p = r->key_data();
+                         *n = r->key_len;
+                         return true;
+                       });
+}
+
+inline int CompareInnerSlot(const Inner* in, int i, const KeyRef& k) {
+  return CompareStored(Ld(in->keys[i].s0), Ld(in->keys[i].s1), Ld(in->lens[i]), k,
+                       [&](const char** p, uint32_t* n) {
+                         const SepKey* f = Ld(in->full[i]);
+                         if (!f) return false;
+                         *p = f->data();
+                         *n = f->len;
+                         return true;
+                       });
+}
+
+// First slot whose key is >= k; *exact if that slot's key equals k.
+inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
+  int lo = 0, hi = n;
+  int found = 0;
+  while (lo < hi) {
+    int mid = (lo + hi) >> 1;
+    int c = CompareLeafSlot(l, mid, k);
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+      found = (c == 0);
+    }
+  }
+  *exact = found && lo < n;
+  return lo;
+}
+
+// Index of the child that covers k: the number of separators <= k.
+inline int InnerChildIndex(const Inner* in, int n, const KeyRef& k) {
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    int mid = (lo + hi) >> 1;
+    if (CompareInnerSlot(in, mid, k) <= 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+class BTree {
+ public:
+  BTree();
+  ~BTree();
+  BTree(const BTree&) = delete;
+  BTree& operator=(const BTree&) = delete;
+
+  struct LookupResult {
+    Record* rec;      // null if the key is not in the tree
+    Leaf* leaf;       // the leaf that covers the key
+    uint64_t version; // its validated version (for phantom checks)
+  };
+  LookupResult Lookup(const KeyRef& k) const;
+
+  // Receives leaf version changes made by this thread's inserts, so a
+  // transaction can keep its own node set valid.
+  struct NoObserver {
+    void OnLeafChanged(Leaf*, uint64_t, uint64_t) {}
+    void OnLeafSplit(Leaf*, uint64_t, uint64_t, Leaf*, uint64_t) {}
+  };
+
+  // Inserts rec under k unless k is present; returns the present record, or
+  // nullptr when rec was inserted.
+  template <class Obs = NoObserver>
+  Record* InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs = nullptr);
+
+  // Removes k if it maps to `expected`.
+  bool Remove(const KeyRef& k, const Record* expected);
+
+  // Visits leaves in key order from the one covering `start`:
+  // f(leaf, version, recs, n) gets the records of keys >= start (and after
+  // every key already visited) in a validated copy of the leaf; it returns
+  // false to stop. Records of one call are sorted; keys never repeat.
+  template <class F>
+  void Scan(const KeyRef& start, F&& f) const;
+
+  // Single-threaded walks (destruction, tests).
+  template <class F>
+  void ForEachRecordUnsafe(F&& f) const;
+  bool CheckInvariantsUnsafe(std::string* why) const;
+
+ private:
+  struct Sep {
+    uint64_t s0, s1;
+    uint16_t len;
+    const SepKey* full;
+  };
+  Leaf* FindLeaf(const KeyRef& k, uint64_t* version) const;
+  Leaf* SplitLeafLocked(Leaf* leaf, Inner* parent);
+  void SplitInnerLocked(Inner* node, Inner* parent);
+  void AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBase* right);
+  void NewRootLocked(NodeBase* left, const Sep& sep, NodeBase* right);
+  static void FreeSubtree(NodeBase* n);
+
+  std::atomic<NodeBase*> root_;
+};
+
+template <class Obs>
+Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
+  for (;;) {
+    NodeBase* node = root_.load(std::memory_order_acquire);
+    uint64_t v = node->version.load(std::memory_order_acquire);
+    if (IsLocked(v) || node != root_.load(std::memory_order_acquire)) {
+      CpuRelax();
+      continue;
+    }
+    Inner* parent = nullptr;
+    uint64_t pv = 0;
+    bool restart = false;
+    while (!node->is_leaf) {
+      Inner* in = static_cast<Inner*>(node);
+      if (Ld(in->count) == kInnerCap) {
+        // Split full inner nodes on the way down.
+        if (parent && !TryUpgrade(parent, pv)) {
+          restart = true;
+          break;
+        }
+        if (!TryUpgrade(in, v)) {
+          if (parent) UnlockNode(parent);
+          restart = true;
+          break;
+        }
+        SplitInnerLocked(in, parent);
+        UnlockNode(in);
+        if (parent) UnlockNode(parent);
+        restart = true;
+        break;
+      }
+      int idx = InnerChildIndex(in, ClampCount(Ld(in->count), kInnerCap), k);
+      NodeBase* child = Ld(in->children[idx]);
+      if (!Validate(in, v)) {
+        restart = true;
+        break;
+      }
+      uint64_t cv = child->version.load(std::memory_order_acquire);
+      if (IsLocked(cv) || !Validate(in, v)) {
+        CpuRelax();
+        restart = true;
+        break;
+      }
+      parent = in;
+      pv = v;
+      node = child;
+      v = cv;
+    }
+    if (restart) continue;
+
+    Leaf* leaf = static_cast<Leaf*>(node);
+    int n = ClampCount(Ld(leaf->count), kLeafCap);
+    bool exact;
+    int pos = LeafLowerBound(leaf, n, k, &exact);
+    if (exact) {
+      Record* r = Ld(leaf->vals[pos]);
+      if (!Validate(leaf, v)) continue;
+      return r;
+    }
+    if (n == kLeafCap) {
+      if (parent && !TryUpgrade(parent, pv)) continue;
+      if (!TryUpgrade(leaf, v)) {
+        if (parent) UnlockNode(parent);
+        continue;
+      }
+      Leaf* nl = SplitLeafLocked(leaf, parent);
+      UnlockNode(leaf);
+      if (parent) UnlockNode(parent);
+      if (obs) obs->OnLeafSplit(leaf, v, v + 4, nl, 0);
+      continue;
+    }
+    if (!TryUpgrade(leaf, v)) continue;
+    for (int i = n; i > pos; --i) {
+      St(leaf->keys[i].s0, leaf->keys[i - 1].s0);
+      St(leaf->keys[i].s1, leaf->keys[i - 1].s1);
+      St(leaf->lens[i], leaf->lens[i - 1]);
+      St(leaf->vals[i], leaf->vals[i - 1]);
+    }
+    St(leaf->keys[pos].s0, k.s0);
+    St(leaf->keys[pos].s1, k.s1);
+    St(leaf->lens[pos], k.len);
+    St(leaf->vals[pos], rec);
+    St(leaf->count, n + 1);
+    UnlockNode(leaf);
+    if (obs) obs->OnLeafChanged(leaf, v, v + 4);
+    return nullptr;
+  }
+}
+
+template <class F>
+void BTree::Scan(const KeyRef& start, F&& f) const {
+  KeyRef from = start;
+  bool exclusive = false;
+  Record* buf[kLeafCap];
+  for (;;) {
+    uint64_t v;
+    Leaf* leaf = FindLeaf(from, &v);
+    for (;;) {
+      int n = ClampCount(Ld(leaf->count), kLeafCap);
+      bool exact;
+      int pos = LeafLowerBound(leaf, n, from, &exact);
+      if (exclusive && exact) ++pos;
+      int m = 0;
+      for (int i = pos; i < n; ++i) buf[m++] = Ld(leaf->vals[i]);
+      Leaf* next = Ld(leaf->next);
+      if (!Validate(leaf, v)) break;  // changed under us: descend again from `from`
+      if (!f(leaf, v, static_cast<Record* const*>(buf), m)) return;
+      if (m > 0) {
+        from = KeyRef(buf[m - 1]->key());
+        exclusive = true;
+      }
+      if (!next) return;
+      leaf = next;
+      v = WaitUnlocked(leaf);
+    }
+  }
+}
+
+template <class F>
+void BTree::ForEachRecordUnsafe(F&& f) const {
+  const NodeBase* n = root_.load(std::memory_order_acquire);
+  while (!n->is_leaf) n = static_cast<const Inner*>(n)->children[0];
+  for (const Leaf* l = static_cast<const Leaf*>(n); l; l = l->next) {
+    for (int i = 0; i < l->count; ++i) f(l->vals[i]);
+  }
+}
+
+}  // namespace rolis::core

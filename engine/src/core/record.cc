@@ -1,0 +1,75 @@
+#include "record.h"
+
+#include <cstring>
+#include <new>
+
+#include "alloc.h"
+
+namespace rolis::core {
+
+Record* NewRecord(uint32_t table_id, std::string_view key, uint32_t value_cap) {
+  uint32_t cap = (value_cap + 7u) & ~7u;
+  if (cap < 8) cap = 8;
+  size_t key_space = (key.size() + 7u) & ~size_t{7};
+  void* mem = Alloc(sizeof(Record) + key_space + cap);
+  if (!mem) throw std::bad_alloc();
+  Record* r = static_cast<Record*>(mem);
+  r->word.store(tid::kLatest | tid::kAbsent, std::memory_order_relaxed);
+  r->ts = 0;
+  r->chain.store(nullptr, std::memory_order_relaxed);
+  r->repl_epoch = 0;
+  r->epoch = 0;
+  r->vlen = 0;
+  r->inline_cap = cap;
+  r->key_len = static_cast<uint16_t>(key.size());
+  r->flags = 0;
+  r->table_id = table_id;
+  std::memcpy(reinterpret_cast<char*>(r + 1), key.data(), key.size());
+  r->vdata = r->inline_value();
+  return r;
+}
+
+void FreeRecord(Record* r) {
+  FreeVersionChain(r->chain.load(std::memory_order_relaxed));
+  if (r->vdata != r->inline_value()) FreeHeapValue(r->vdata);
+  Free(r);
+}
+
+Version* NewVersion(uint64_t ts, uint64_t epoch, uint64_t repl_epoch, bool absent, const char* data,
+                    uint32_t len) {
+  void* mem = Alloc(sizeof(Version) + len);
+  if (!mem) throw std::bad_alloc();
+  Version* v = static_cast<Version*>(mem);
+  v->prev.store(nullptr, std::memory_order_relaxed);
+  v->ts = ts;
+  v->epoch = epoch;
+  v->repl_epoch = repl_epoch;
+  v->len = len;
+  v->absent = absent ? 1 : 0;
+  if (len) std::memcpy(v->data(), data, len);
+  return v;
+}
+
+uint64_t FreeVersionChain(Version* v) {
+  uint64_t n = 0;
+  while (v) {
+    Version* prev = v->prev.load(std::memory_order_relaxed);
+    Free(v);
+    v = prev;
+    ++n;
+  }
+  return n;
+}
+
+HeapValue* NewHeapValue(uint32_t cap) {
+  void* mem = Alloc(sizeof(HeapValue) + cap);
+  if (!mem) throw std::bad_alloc();
+  HeapValue* h = static_cast<HeapValue*>(mem);
+  h->cap = cap;
+  h->pad = 0;
+  return h;
+}
+
+void FreeHeapValue(char* data) { Free(HeapValue::Of(data)); }
+
+}  // namespace rolis::core

@@ -1,0 +1,611 @@
+#include <algorithm>
+#include <cstring>
+#include <span>
+
+#include "txn_impl.h"
+
+namespace rolis::core {
+namespace {
+
+Status NotFoundStatus() { return Status(StatusCode::kNotFound, "key not found"); }
+
+// Consistent read of a record's newest version (OCC). Copies the value into
+// *out when present and out is non-null. False if the record has been
+// unlinked from the index (the caller looks the key up again).
+bool ReadLatest(Record* r, std::string* out, uint64_t* word, uint64_t* ts, uint64_t* repl_epoch) {
+  uint32_t spins = 0;
+  for (;;) {
+    uint64_t w1 = r->word.load(std::memory_order_acquire);
+    if (w1 & tid::kLock) {
+      SpinPause(&spins);
+      continue;
+    }
+    if (!(w1 & tid::kLatest)) return false;
+    if (!(w1 & tid::kAbsent) && out) {
+      const char* p = Ld(r->vdata);
+      uint32_t len = Ld(r->vlen);
+      if (len > r->CapacityOf(p)) continue;  // torn
+      out->assign(p, len);
+    }
+    uint64_t t = Ld(r->ts);
+    uint64_t re = Ld(r->repl_epoch);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r->word.load(std::memory_order_relaxed) == w1) {
+      *word = w1;
+      *ts = t;
+      *repl_epoch = re;
+      return true;
+    }
+  }
+}
+
+// Snapshot read as of snapshot epoch S: the newest version with epoch <= S.
+// True if that version is present (value copied into *out if non-null).
+bool ReadSnapshot(Record* r, uint64_t S, std::string* out, uint64_t* ts) {
+  uint32_t spins = 0;
+  for (;;) {
+    uint64_t w1 = r->word.load(std::memory_order_acquire);
+    if (w1 & tid::kLock) {
+      SpinPause(&spins);
+      continue;
+    }
+    if (Ld(r->epoch) <= S) {
+      bool present = !(w1 & tid::kAbsent);
+      if (present && out) {
+        const char* p = Ld(r->vdata);
+        uint32_t len = Ld(r->vlen);
+        if (len > r->CapacityOf(p)) continue;
+        out->assign(p, len);
+      }
+      uint64_t t = Ld(r->ts);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (r->word.load(std::memory_order_relaxed) != w1) continue;
+      *ts = t;
+      return present;
+    }
+    Version* v = r->chain.load(std::memory_order_acquire);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (r->word.load(std::memory_order_relaxed) != w1) continue;
+    // Versions are immutable; trimming never removes the one S needs (S is
+    // registered, so min_snap <= S).
+    while (v && v->epoch > S) v = v->prev.load(std::memory_order_acquire);
+    if (!v || v->absent) {
+      *ts = v ? v->ts : 0;
+      return false;
+    }
+    if (out) out->assign(v->data(), v->len);
+    *ts = v->ts;
+    return true;
+  }
+}
+
+}  // namespace
+
+void TxnImpl::NodeSetFixup::OnLeafChanged(Leaf* l, uint64_t before, uint64_t after) {
+  for (NodeEntry& n : *nodes) {
+    if (n.leaf == l && n.version == before) n.version = after;
+  }
+}
+
+void TxnImpl::NodeSetFixup::OnLeafSplit(Leaf* l, uint64_t before, uint64_t after, Leaf* nl, uint64_t nv) {
+  bool hit = false;
+  for (NodeEntry& n : *nodes) {
+    if (n.leaf == l && n.version == before) {
+      n.version = after;
+      hit = true;
+    }
+  }
+  // The keys the transaction saw in l may now live in nl too.
+  if (hit) nodes->push_back({nl, nv});
+}
+
+TxnImpl::TxnImpl(WorkerImpl* w, Mode mode) : w_(w), db_(w->db()), mode_(mode) {
+  if (mode == Mode::kReadOnly) snap_ = w->RegisterSnapshot();
+  repl_epoch_ = db_->repl_epoch_.load(std::memory_order_acquire);
+}
+
+TxnImpl::~TxnImpl() {
+  if (usable()) Finish(State::kAborted);
+}
+
+// ------------------------------------------------------------- checks
+
+Status TxnImpl::NotUsable() const {
+  if (mode_ == Mode::kRejected) {
+    return Status::FailedPrecondition("another transaction is open on this worker");
+  }
+  return Status::FailedPrecondition(state_ == State::kCommitted ? "transaction already committed"
+                                                                : "transaction already aborted");
+}
+
+Status TxnImpl::CheckTableAndKey(Table* table, std::string_view key, TableImpl** t) const {
+  if (!usable()) return NotUsable();
+  if (table == nullptr) return Status::InvalidArgument("table is null");
+  *t = db_->Resolve(table);
+  if (*t == nullptr) return Status::InvalidArgument("table does not belong to this database");
+  if (key.empty()) return Status::InvalidArgument("key is empty");
+  const size_t max = db_->options().limits.max_key_bytes;
+  if (key.size() > max) {
+    return Status::InvalidArgument("key of " + std::to_string(key.size()) + " bytes exceeds max_key_bytes=" +
+                                   std::to_string(max));
+  }
+  return Status::OK();
+}
+
+Status TxnImpl::CheckWrite(Table* table, std::string_view key, TableImpl** t) const {
+  if (!usable()) return NotUsable();
+  if (mode_ == Mode::kReadOnly) return Status::FailedPrecondition("write in a read-only transaction");
+  return CheckTableAndKey(table, key, t);
+}
+
+Status TxnImpl::CheckValue(std::string_view value) const {
+  const size_t max = db_->options().limits.max_value_bytes;
+  if (value.size() > max) {
+    return Status::InvalidArgument("value of " + std::to_string(value.size()) +
+                                   " bytes exceeds max_value_bytes=" + std::to_string(max));
+  }
+  return Status::OK();
+}
+
+Status TxnImpl::ReadSetFull() const {
+  const size_t max = db_->options().limits.max_read_set;
+  if (w_->reads_.size() < max) return Status::OK();
+  return Status::ResourceExhausted("read set exceeds max_read_set=" + std::to_string(max));
+}
+
+Status TxnImpl::WriteSetFull() const {
+  const size_t max = db_->options().limits.max_write_set;
+  if (w_->writes_.size() < max) return Status::OK();
+  return Status::ResourceExhausted("write set exceeds max_write_set=" + std::to_string(max));
+}
+
+// ------------------------------------------------------------- sets
+
+Record* TxnImpl::FindRecent(const TableImpl* t, std::string_view key) const {
+  // A read-modify-write touches the same key twice: find its record among
+  // the last few accesses instead of descending the index again.
+  constexpr size_t kWindow = 8;
+  const uint32_t table_id = t->id();
+  auto match = [&](const Record* r) {
+    return r->table_id == table_id && r->key_len == key.size() &&
+           std::memcmp(r->key_data(), key.data(), key.size()) == 0;
+  };
+  const auto& ws = w_->writes_;
+  for (size_t i = ws.size(), stop = i > kWindow ? i - kWindow : 0; i > stop; --i) {
+    if (match(ws[i - 1].rec)) return ws[i - 1].rec;
+  }
+  const auto& rs = w_->reads_;
+  for (size_t i = rs.size(), stop = i > kWindow ? i - kWindow : 0; i > stop; --i) {
+    if (match(rs[i - 1].rec)) return rs[i - 1].rec;
+  }
+  return nullptr;
+}
+
+WriteEntry* TxnImpl::FindWrite(const Record* r) {
+  auto& ws = w_->writes_;
+  if (ws.size() <= WriteIndex::kLinearLimit) {
+    for (WriteEntry& e : ws) {
+      if (e.rec == r) return &e;
+    }
+    return nullptr;
+  }
+  int i = w_->windex_.Find(r, ws);
+  return i < 0 ? nullptr : &ws[static_cast<size_t>(i)];
+}
+
+void TxnImpl::AddRead(Record* r, const Observed& o) {
+  w_->reads_.push_back({r, o.word});
+  if (o.ts > max_read_ts_) max_read_ts_ = o.ts;
+  // Versions of an older replication epoch are ordered before ours by the
+  // epoch; only reads of this epoch constrain our ts.
+  if (o.repl_epoch >= repl_epoch_ && o.ts > dep_ts_) dep_ts_ = o.ts;
+}
+
+void TxnImpl::AddNode(Leaf* leaf, uint64_t version) {
+  auto& ns = w_->nodes_;
+  if (!ns.empty() && ns.back().leaf == leaf && ns.back().version == version) return;
+  ns.push_back({leaf, version});
+}
+
+void TxnImpl::AddWrite(const WriteEntry& e) {
+  auto& ws = w_->writes_;
+  ws.push_back(e);
+  w_->windex_.Add(e.rec, static_cast<uint32_t>(ws.size() - 1), ws);
+}
+
+Record* TxnImpl::CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool* created) {
+  Record* nr = NewRecord(t->id(), k.view(), value_cap);
+  NodeSetFixup fix{&w_->nodes_};
+  Record* existing = t->tree.InsertIfAbsent(k, nr, &fix);
+  if (existing) {
+    FreeRecord(nr);  // never published
+    *created = false;
+    return existing;
+  }
+  Bump(w_->slot().records, 1);
+  *created = true;
+  return nr;
+}
+
+// ------------------------------------------------------------- reads
+
+Status TxnImpl::Get(Table* table, std::string_view key, std::string* value) {
+  TableImpl* t;
+  if (Status s = CheckTableAndKey(table, key, &t); !s.ok()) return s;
+  KeyRef k(key);
+  if (mode_ == Mode::kReadOnly) {
+    Record* r = t->tree.Lookup(k).rec;
+    if (!r) return NotFoundStatus();
+    uint64_t ts = 0;
+    bool present = ReadSnapshot(r, snap_, value, &ts);
+    if (ts > max_read_ts_) max_read_ts_ = ts;
+    return present ? Status::OK() : NotFoundStatus();
+  }
+  if (Status s = ReadSetFull(); !s.ok()) return s;
+  Record* r = FindRecent(t, key);
+  bool from_index = false;
+  for (;;) {
+    if (!r) {
+      BTree::LookupResult lr = t->tree.Lookup(k);
+      if (!lr.rec) {
+        AddNode(lr.leaf, lr.version);  // absence is a read too (phantoms)
+        return NotFoundStatus();
+      }
+      r = lr.rec;
+      from_index = true;
+    }
+    if (!w_->writes_.empty()) {
+      if (WriteEntry* we = FindWrite(r)) {
+        if (we->kind == WriteKind::kDelete) return NotFoundStatus();
+        if (value) value->assign(we->val, we->len);
+        return Status::OK();
+      }
+    }
+    Observed o;
+    if (!ReadLatest(r, value, &o.word, &o.ts, &o.repl_epoch)) {
+      if (!from_index) {
+        doomed_ = true;  // an earlier read of this record can no longer validate
+        return Status::Aborted("record was reclaimed during the transaction");
+      }
+      r = nullptr;
+      continue;
+    }
+    AddRead(r, o);
+    return (o.word & tid::kAbsent) ? NotFoundStatus() : Status::OK();
+  }
+}
+
+Status TxnImpl::Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
+                     const ScanVisitor& visit) {
+  if (!usable()) return NotUsable();
+  if (table == nullptr) return Status::InvalidArgument("table is null");
+  TableImpl* t = db_->Resolve(table);
+  if (t == nullptr) return Status::InvalidArgument("table does not belong to this database");
+  const size_t max = db_->options().limits.max_key_bytes;
+  if (begin.size() > max || end.size() > max) {
+    return Status::InvalidArgument("scan bound exceeds max_key_bytes=" + std::to_string(max));
+  }
+  if (!visit) return Status::InvalidArgument("scan visitor is empty");
+  if (!end.empty() && CompareKeys(begin, end) >= 0) return Status::OK();
+
+  // A buffer per nesting level: the visitor may scan again.
+  auto& bufs = w_->scan_bufs_;
+  if (static_cast<size_t>(w_->scan_depth_) == bufs.size()) bufs.emplace_back();
+  std::string& buf = bufs[static_cast<size_t>(w_->scan_depth_)];
+  ++w_->scan_depth_;
+  struct DepthGuard {
+    int* d;
+    ~DepthGuard() { --*d; }
+  } guard{&w_->scan_depth_};
+
+  const bool ro = mode_ == Mode::kReadOnly;
+  size_t seen = 0;
+  Status result;
+  t->tree.Scan(KeyRef(begin), [&](Leaf* leaf, uint64_t version, Record* const* recs, int n) -> bool {
+    if (!ro) AddNode(leaf, version);
+    for (int i = 0; i < n; ++i) {
+      Record* r = recs[i];
+      std::string_view key = r->key();
+      if (!end.empty() && CompareKeys(key, end) >= 0) return false;
+      std::string_view val;
+      if (ro) {
+        uint64_t ts = 0;
+        if (!ReadSnapshot(r, snap_, &buf, &ts)) continue;
+        if (ts > max_read_ts_) max_read_ts_ = ts;
+        val = buf;
+      } else {
+        WriteEntry* we = w_->writes_.empty() ? nullptr : FindWrite(r);
+        if (we) {
+          if (we->kind == WriteKind::kDelete) continue;
+          val = std::string_view(we->val, we->len);
+        } else {
+          if (Status s = ReadSetFull(); !s.ok()) {
+            result = s;
+            return false;
+          }
+          Observed o;
+          // An unlinked record changed its leaf, which is in the node set.
+          if (!ReadLatest(r, &buf, &o.word, &o.ts, &o.repl_epoch)) continue;
+          AddRead(r, o);
+          if (o.word & tid::kAbsent) continue;
+          val = buf;
+        }
+      }
+      ++seen;
+      bool more = visit(key, val);
+      if (state_ != State::kOpen) {  // the visitor finished the transaction
+        result = NotUsable();
+        return false;
+      }
+      if (!more || (limit != 0 && seen >= limit)) return false;
+    }
+    return true;
+  });
+  return result;
+}
+
+// ------------------------------------------------------------- writes
+
+Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) {
+  TableImpl* t;
+  if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
+  if (Status s = CheckValue(value); !s.ok()) return s;
+  KeyRef k(key);
+  Record* r = FindRecent(t, key);
+  if (!r) r = t->tree.Lookup(k).rec;
+  if (r) {
+    if (WriteEntry* we = FindWrite(r)) {
+      we->val = w_->arena_.Copy(value);
+      we->len = static_cast<uint32_t>(value.size());
+      we->kind = WriteKind::kPut;
+      return Status::OK();
+    }
+  }
+  if (Status s = WriteSetFull(); !s.ok()) return s;
+  bool created = false;
+  // A new key: insert an absent placeholder now, so the key has a record to
+  // lock at commit. (If another transaction's record won the race, that one
+  // is not in our write set either.)
+  if (!r) r = CreatePlaceholder(t, k, static_cast<uint32_t>(value.size()), &created);
+  AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, created});
+  return Status::OK();
+}
+
+Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view value) {
+  TableImpl* t;
+  if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
+  if (Status s = CheckValue(value); !s.ok()) return s;
+  KeyRef k(key);
+  Record* r = FindRecent(t, key);
+  bool from_index = r == nullptr;
+  if (!r) r = t->tree.Lookup(k).rec;
+  for (;;) {
+    if (r) {
+      if (WriteEntry* we = FindWrite(r)) {
+        if (we->kind != WriteKind::kDelete) return Status::AlreadyExists("key already exists");
+        we->val = w_->arena_.Copy(value);
+        we->len = static_cast<uint32_t>(value.size());
+        we->kind = WriteKind::kPut;
+        return Status::OK();
+      }
+      if (Status s = ReadSetFull(); !s.ok()) return s;
+      if (Status s = WriteSetFull(); !s.ok()) return s;
+      Observed o;
+      if (!ReadLatest(r, nullptr, &o.word, &o.ts, &o.repl_epoch)) {
+        if (!from_index) {
+          doomed_ = true;
+          return Status::Aborted("record was reclaimed during the transaction");
+        }
+        r = t->tree.Lookup(k).rec;
+        continue;
+      }
+      // The presence check is a read: validated again at commit.
+      AddRead(r, o);
+      if (!(o.word & tid::kAbsent)) return Status::AlreadyExists("key already exists");
+      AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, false});
+      return Status::OK();
+    }
+    if (Status s = ReadSetFull(); !s.ok()) return s;
+    if (Status s = WriteSetFull(); !s.ok()) return s;
+    bool created = false;
+    r = CreatePlaceholder(t, k, static_cast<uint32_t>(value.size()), &created);
+    if (!created) {
+      from_index = true;
+      continue;  // someone else's record appeared: check it
+    }
+    // A fresh placeholder reads as absent with ts 0; any install changes it.
+    AddRead(r, Observed{tid::kLatest | tid::kAbsent, 0, 0});
+    AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, true});
+    return Status::OK();
+  }
+}
+
+Status TxnImpl::Delete(Table* table, std::string_view key) {
+  TableImpl* t;
+  if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
+  KeyRef k(key);
+  Record* r = FindRecent(t, key);
+  bool from_index = false;
+  for (;;) {
+    if (!r) {
+      BTree::LookupResult lr = t->tree.Lookup(k);
+      if (!lr.rec) {
+        AddNode(lr.leaf, lr.version);
+        return NotFoundStatus();
+      }
+      r = lr.rec;
+      from_index = true;
+    }
+    if (WriteEntry* we = FindWrite(r)) {
+      if (we->kind == WriteKind::kDelete) return NotFoundStatus();
+      we->kind = WriteKind::kDelete;
+      we->val = "";
+      we->len = 0;
+      return Status::OK();
+    }
+    if (Status s = ReadSetFull(); !s.ok()) return s;
+    if (Status s = WriteSetFull(); !s.ok()) return s;
+    Observed o;
+    if (!ReadLatest(r, nullptr, &o.word, &o.ts, &o.repl_epoch)) {
+      if (!from_index) {
+        doomed_ = true;
+        return Status::Aborted("record was reclaimed during the transaction");
+      }
+      r = nullptr;
+      continue;
+    }
+    AddRead(r, o);
+    if (o.word & tid::kAbsent) return NotFoundStatus();
+    AddWrite({r, t, "", 0, WriteKind::kDelete, false});
+    return Status::OK();
+  }
+}
+
+// ------------------------------------------------------------- commit
+
+bool TxnImpl::InSortedWriteSet(const Record* r) const {
+  const auto& ws = w_->writes_;
+  auto it = std::lower_bound(ws.begin(), ws.end(), r,
+                             [](const WriteEntry& e, const Record* x) { return e.rec < x; });
+  return it != ws.end() && it->rec == r;
+}
+
+bool TxnImpl::ValidateReads(bool holding_write_locks) const {
+  for (const ReadEntry& re : w_->reads_) {
+    uint64_t cur = re.rec->word.load(std::memory_order_acquire);
+    if ((cur & ~tid::kLock) != re.word) return false;
+    if ((cur & tid::kLock) && !(holding_write_locks && InSortedWriteSet(re.rec))) return false;
+  }
+  return true;
+}
+
+bool TxnImpl::ValidateNodes() const {
+  for (const NodeEntry& ne : w_->nodes_) {
+    if (ne.leaf->version.load(std::memory_order_acquire) != ne.version) return false;
+  }
+  return true;
+}
+
+void TxnImpl::UnlockWrites(size_t n) {
+  auto& ws = w_->writes_;
+  for (size_t i = 0; i < n; ++i) {
+    Record* r = ws[i].rec;
+    UnlockRecord(r, r->word.load(std::memory_order_relaxed));
+  }
+}
+
+Status TxnImpl::Commit() {
+  if (!usable()) return NotUsable();
+  if (mode_ == Mode::kReadOnly) {
+    Finish(State::kCommitted);
+    Bump(w_->slot().commits, 1);
+    return Status::OK();
+  }
+  if (doomed_) return AbortWith("a record read by the transaction was reclaimed");
+  auto& ws = w_->writes_;
+  if (ws.empty()) {
+    // Nothing to install and no ts: the reads only have to still hold.
+    if (!ValidateReads(false) || !ValidateNodes()) return AbortWith("read validation failed");
+    Finish(State::kCommitted);
+    Bump(w_->slot().commits, 1);
+    return Status::OK();
+  }
+
+  // 1. Lock the write set in address order (no deadlock between committers).
+  if (ws.size() > 1) {
+    std::sort(ws.begin(), ws.end(), [](const WriteEntry& a, const WriteEntry& b) { return a.rec < b.rec; });
+  }
+  for (size_t i = 0; i < ws.size(); ++i) {
+    uint64_t w = LockRecord(ws[i].rec);
+    if (!(w & tid::kLatest)) {  // unlinked by the reclaimer after we found it
+      UnlockWrites(i + 1);
+      return AbortWith("a record written by the transaction was reclaimed");
+    }
+  }
+
+  // 2. Serialization point: the snapshot epoch and the commit ts. The ts
+  // exceeds every ts read or overwritten (in this replication epoch) and
+  // this worker's last, and comes from a clock comparable across cores, so
+  // ts order agrees with every dependency.
+  const uint64_t epoch = db_->epoch_.load(std::memory_order_seq_cst);
+  const uint64_t repl_epoch = db_->repl_epoch_.load(std::memory_order_acquire);
+  WorkerSlot& slot = w_->slot();
+  uint64_t hi = db_->ClockTicks();
+  hi = std::max(hi, (slot.last_ts >> kWorkerIdBits) + 1);
+  hi = std::max(hi, (dep_ts_ >> kWorkerIdBits) + 1);
+  for (const WriteEntry& e : ws) {
+    if (e.rec->repl_epoch >= repl_epoch) hi = std::max(hi, (e.rec->ts >> kWorkerIdBits) + 1);
+  }
+  const uint64_t ts = (hi << kWorkerIdBits) | w_->id();
+
+  // 3. Validate reads (unchanged, not locked by another) and scanned leaves.
+  if (!ValidateReads(true) || !ValidateNodes()) {
+    UnlockWrites(ws.size());
+    return AbortWith("read validation failed");
+  }
+
+  // 4. Install and unlock.
+  const uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
+  for (const WriteEntry& e : ws) {
+    InstallAndUnlock(w_, e.table, e.rec, e.kind == WriteKind::kDelete, e.val, e.len, ts, epoch, repl_epoch,
+                     min_snap);
+  }
+  slot.last_ts = ts;
+  commit_ts_ = ts;
+  state_ = State::kCommitted;
+  CallHook(ts);
+  Finish(State::kCommitted);
+  Bump(slot.commits, 1);
+  return Status::OK();
+}
+
+void TxnImpl::CallHook(uint64_t ts) {
+  CommitHook* hook = db_->options().commit_hook;
+  if (!hook) return;
+  auto& hb = w_->hook_buf_;
+  hb.clear();
+  for (const WriteEntry& e : w_->writes_) {
+    WriteRecord wr;
+    wr.table = e.table->id();
+    wr.key = e.rec->key();
+    wr.is_delete = e.kind == WriteKind::kDelete;
+    wr.value = wr.is_delete ? std::string_view() : std::string_view(e.val, e.len);
+    hb.push_back(wr);
+  }
+  hook->OnCommit(w_->id(), ts, std::span<const WriteRecord>(hb.data(), hb.size()));
+}
+
+void TxnImpl::Abort() {
+  if (!usable()) return;
+  Finish(State::kAborted);
+}
+
+Status TxnImpl::AbortWith(const char* why) {
+  Finish(State::kAborted);
+  Bump(w_->slot().aborts, 1);
+  return Status::Aborted(why);
+}
+
+void TxnImpl::Finish(State s) {
+  state_ = s;
+  if (mode_ == Mode::kReadWrite) {
+    if (s == State::kAborted) {
+      // Placeholders this transaction inserted stay absent: queue them so
+      // the reclaimer unlinks them.
+      for (const WriteEntry& e : w_->writes_) {
+        if (!e.created) continue;
+        uint64_t w = LockRecord(e.rec);
+        if ((w & tid::kLatest) && (w & tid::kAbsent)) w_->QueueAbsentLocked(e.table, e.rec);
+        UnlockRecord(e.rec, w);
+      }
+    }
+    w_->reads_.clear();
+    w_->writes_.clear();
+    w_->nodes_.clear();
+    w_->windex_.Clear();
+    w_->arena_.Reset();
+  }
+  w_->txn_open_ = false;
+}
+
+}  // namespace rolis::core

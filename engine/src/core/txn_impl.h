@@ -1,0 +1,87 @@
+// TxnImpl: one transaction. Read-write transactions run Silo's optimistic
+// concurrency control; read-only transactions read a consistent snapshot of
+// a closed epoch from the version chains and never abort. The read, write
+// and node sets live in the Worker and are reused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "worker_impl.h"
+
+namespace rolis::core {
+
+class TxnImpl final : public Transaction {
+ public:
+  enum class Mode : uint8_t {
+    kReadWrite,
+    kReadOnly,
+    kRejected,  // begun while another transaction was open: every call fails
+  };
+  TxnImpl(WorkerImpl* w, Mode mode);
+  ~TxnImpl() override;
+
+  Status Get(Table* table, std::string_view key, std::string* value) override;
+  Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
+              const ScanVisitor& visit) override;
+  Status Put(Table* table, std::string_view key, std::string_view value) override;
+  Status Insert(Table* table, std::string_view key, std::string_view value) override;
+  Status Delete(Table* table, std::string_view key) override;
+  Status Commit() override;
+  void Abort() override;
+  uint64_t commit_ts() const override { return commit_ts_; }
+  bool read_only() const override { return mode_ == Mode::kReadOnly; }
+  uint64_t max_read_ts() const override { return max_read_ts_; }
+
+  // Keeps the node set valid across this transaction's own inserts.
+  struct NodeSetFixup {
+    std::vector<NodeEntry>* nodes;
+    void OnLeafChanged(Leaf* l, uint64_t before, uint64_t after);
+    void OnLeafSplit(Leaf* l, uint64_t before, uint64_t after, Leaf* nl, uint64_t nv);
+  };
+
+ private:
+  enum class State : uint8_t { kOpen, kCommitted, kAborted };
+  struct Observed {
+    uint64_t word;
+    uint64_t ts;
+    uint64_t repl_epoch;
+  };
+
+  Status NotUsable() const;
+  bool usable() const { return state_ == State::kOpen && mode_ != Mode::kRejected; }
+  Status CheckTableAndKey(Table* table, std::string_view key, TableImpl** t) const;
+  Status CheckWrite(Table* table, std::string_view key, TableImpl** t) const;
+  Status CheckValue(std::string_view value) const;
+  Status ReadSetFull() const;
+  Status WriteSetFull() const;
+
+  Record* FindRecent(const TableImpl* t, std::string_view key) const;
+  WriteEntry* FindWrite(const Record* r);
+  void AddRead(Record* r, const Observed& o);
+  void AddNode(Leaf* leaf, uint64_t version);
+  void AddWrite(const WriteEntry& e);
+  Record* CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool* created);
+
+  bool ValidateReads(bool holding_write_locks) const;
+  bool ValidateNodes() const;
+  bool InSortedWriteSet(const Record* r) const;
+  void UnlockWrites(size_t n);
+  void CallHook(uint64_t ts);
+  Status AbortWith(const char* why);
+  void Finish(State s);
+
+  WorkerImpl* w_;
+  DatabaseImpl* db_;
+  Mode mode_;
+  State state_ = State::kOpen;
+  bool doomed_ = false;        // a read saw its record unlinked: commit must abort
+  uint64_t snap_ = 0;          // snapshot epoch (read-only)
+  uint64_t repl_epoch_ = 0;    // replication epoch at begin
+  uint64_t dep_ts_ = 0;        // largest ts read in this replication epoch
+  uint64_t max_read_ts_ = 0;
+  uint64_t commit_ts_ = 0;
+};
+
+}  // namespace rolis::core

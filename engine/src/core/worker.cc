@@ -1,0 +1,398 @@
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "txn_impl.h"
+#include "worker_impl.h"
+
+namespace rolis::core {
+
+// ---------------------------------------------------------------- Arena
+
+const char* Arena::Copy(std::string_view s) {
+  if (s.empty()) return "";
+  if (s.size() > kBlock / 4) {
+    big_.emplace_back(new char[s.size()]);
+    std::memcpy(big_.back().get(), s.data(), s.size());
+    return big_.back().get();
+  }
+  if (blocks_.empty() || used_ + s.size() > kBlock) {
+    if (!blocks_.empty()) ++block_;
+    if (block_ == blocks_.size()) blocks_.emplace_back(new char[kBlock]);
+    used_ = 0;
+  }
+  char* p = blocks_[block_].get() + used_;
+  std::memcpy(p, s.data(), s.size());
+  used_ += (s.size() + 7) & ~size_t{7};
+  return p;
+}
+
+void Arena::Reset() {
+  block_ = 0;
+  used_ = 0;
+  big_.clear();
+  if (blocks_.size() > 4) blocks_.resize(4);
+}
+
+// ----------------------------------------------------------- WriteIndex
+
+namespace {
+inline size_t HashPtr(const void* p) {
+  uint64_t x = reinterpret_cast<uintptr_t>(p);
+  x ^= x >> 29;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 32;
+  return static_cast<size_t>(x);
+}
+}  // namespace
+
+void WriteIndex::Clear() {
+  if (built_) std::fill(slots_.begin(), slots_.end(), 0u);
+  used_ = 0;
+  built_ = false;
+}
+
+void WriteIndex::Rebuild(const std::vector<WriteEntry>& writes) {
+  size_t cap = 64;
+  while (cap < writes.size() * 4) cap <<= 1;
+  slots_.assign(cap, 0u);
+  used_ = 0;
+  built_ = true;
+  for (uint32_t i = 0; i < writes.size(); ++i) {
+    size_t mask = slots_.size() - 1;
+    size_t h = HashPtr(writes[i].rec) & mask;
+    while (slots_[h] != 0) h = (h + 1) & mask;
+    slots_[h] = i + 1;
+    ++used_;
+  }
+}
+
+void WriteIndex::Add(const Record* r, uint32_t pos, const std::vector<WriteEntry>& writes) {
+  if (writes.size() <= kLinearLimit) return;
+  if (!built_ || (used_ + 1) * 2 > slots_.size()) {
+    Rebuild(writes);  // includes pos
+    return;
+  }
+  size_t mask = slots_.size() - 1;
+  size_t h = HashPtr(r) & mask;
+  while (slots_[h] != 0) h = (h + 1) & mask;
+  slots_[h] = pos + 1;
+  ++used_;
+}
+
+int WriteIndex::Find(const Record* r, const std::vector<WriteEntry>& writes) const {
+  if (!built_) return -1;
+  size_t mask = slots_.size() - 1;
+  for (size_t h = HashPtr(r) & mask;; h = (h + 1) & mask) {
+    uint32_t s = slots_[h];
+    if (s == 0) return -1;
+    if (writes[s - 1].rec == r) return static_cast<int>(s - 1);
+  }
+}
+
+// ------------------------------------------------------------- locking
+
+uint64_t LockRecord(Record* r) {
+  uint32_t spins = 0;
+  uint64_t w = r->word.load(std::memory_order_relaxed);
+  for (;;) {
+    if (!(w & tid::kLock)) {
+      if (r->word.compare_exchange_weak(w, w | tid::kLock, std::memory_order_seq_cst,
+                                        std::memory_order_relaxed)) {
+        return w | tid::kLock;
+      }
+      continue;
+    }
+    SpinPause(&spins);
+    w = r->word.load(std::memory_order_relaxed);
+  }
+}
+
+// ------------------------------------------------------------- install
+
+namespace {
+
+// Drops the versions no snapshot can need: every version older than the
+// newest one whose epoch is <= min_snap.
+void TrimChain(WorkerImpl* w, Record* r, uint64_t min_snap, uint64_t retire_epoch) {
+  Version* v = r->chain.load(std::memory_order_relaxed);
+  while (v && v->epoch > min_snap) v = v->prev.load(std::memory_order_relaxed);
+  if (!v) return;
+  Version* tail = v->prev.load(std::memory_order_relaxed);
+  if (!tail) return;
+  v->prev.store(nullptr, std::memory_order_release);
+  w->Retire(tail, RetiredKind::kVersions, retire_epoch);
+}
+
+}  // namespace
+
+void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
+                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap) {
+  const uint64_t old = r->word.load(std::memory_order_relaxed);
+  const bool old_absent = (old & tid::kAbsent) != 0;
+  Version* chain = r->chain.load(std::memory_order_relaxed);
+  // Keep the old version unless it was written in this same epoch (no
+  // snapshot can need it then: snapshots below `epoch` want an older one,
+  // snapshots at or above it want ours) or it is an absent version with
+  // nothing older (the end of a chain already reads as absent).
+  if (r->epoch != epoch && !(old_absent && chain == nullptr)) {
+    Version* v = NewVersion(r->ts, r->epoch, r->repl_epoch, old_absent, r->vdata, old_absent ? 0 : r->vlen);
+    v->prev.store(chain, std::memory_order_relaxed);
+    r->chain.store(v, std::memory_order_release);
+    chain = v;
+    Bump(w->slot().versions, 1);
+  }
+  if (!absent) {
+    char* dst = r->vdata;
+    if (len > r->CapacityOf(dst)) {
+      uint32_t cap = (len + len / 4 + 15u) & ~15u;
+      HeapValue* h = NewHeapValue(cap);
+      if (dst != r->inline_value()) w->Retire(dst, RetiredKind::kHeapValue, epoch);
+      dst = h->data();
+      St(r->vdata, dst);
+    }
+    if (len) std::memcpy(dst, val, len);
+    St(r->vlen, len);
+  } else {
+    St(r->vlen, 0u);
+  }
+  St(r->ts, ts);
+  St(r->epoch, epoch);
+  St(r->repl_epoch, repl_epoch);
+  if (chain) TrimChain(w, r, min_snap, epoch);
+  if (absent) w->QueueAbsentLocked(t, r);
+  r->word.store(tid::Make(ts, absent), std::memory_order_release);
+}
+
+// ------------------------------------------------------------- worker
+
+WorkerImpl::WorkerImpl(DatabaseImpl* db, WorkerId id) : db_(db), id_(id), slot_(&db->slot(id)) {
+  reads_.reserve(64);
+  writes_.reserve(32);
+  nodes_.reserve(16);
+  hook_buf_.reserve(32);
+  retired_.reserve(1024);
+}
+
+WorkerImpl::~WorkerImpl() {
+  // Hand what is still pending to the database; another worker or the
+  // advancer finishes it.
+  std::vector<Retired> retired(retired_.begin() + static_cast<ptrdiff_t>(retired_head_), retired_.end());
+  Bump(slot_->pending, -static_cast<int64_t>(retired.size() + absent_.size()));
+  db_->ReleaseWorker(id_, std::move(retired), std::move(absent_));
+  slot_->snap.store(kIdle, std::memory_order_seq_cst);
+  slot_->local.store(kIdle, std::memory_order_seq_cst);
+}
+
+std::unique_ptr<Transaction> WorkerImpl::Begin() {
+  if (txn_open_) return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kRejected);
+  Enter(false);
+  txn_open_ = true;
+  return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kReadWrite);
+}
+
+std::unique_ptr<Transaction> WorkerImpl::BeginReadOnly() {
+  if (txn_open_) return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kRejected);
+  Enter(true);
+  txn_open_ = true;
+  auto txn = std::make_unique<TxnImpl>(this, TxnImpl::Mode::kReadOnly);
+  return txn;
+}
+
+void WorkerImpl::Enter(bool read_only) {
+  uint64_t e = db_->epoch_.load(std::memory_order_seq_cst);
+  uint64_t want = (e << 1) | (read_only ? 1 : 0);
+  if (want != published_) {
+    // seq_cst: the published epoch must be visible before this worker reads
+    // anything it could keep a pointer to (the advancer reads it after
+    // bumping E).
+    slot_->local.store(want, std::memory_order_seq_cst);
+    published_ = want;
+  }
+  if (e != seen_epoch_) {
+    seen_epoch_ = e;
+    Maintain();
+  }
+}
+
+uint64_t WorkerImpl::RegisterSnapshot() {
+  for (;;) {
+    uint64_t s = db_->snap_epoch_.load(std::memory_order_seq_cst);
+    if (s == published_snap_) return s;
+    slot_->snap.store(s, std::memory_order_seq_cst);
+    published_snap_ = s;
+    // If the advancer moved S meanwhile it may not have seen our store;
+    // take the newer S instead.
+    if (db_->snap_epoch_.load(std::memory_order_seq_cst) == s) return s;
+  }
+}
+
+void WorkerImpl::Quiesce() {
+  if (txn_open_) return;
+  // Publish an epoch while reclaiming (the absent-queue pass reads the index).
+  uint64_t e = db_->epoch_.load(std::memory_order_seq_cst);
+  slot_->local.store((e << 1) | 1, std::memory_order_seq_cst);
+  seen_epoch_ = e;
+  Maintain();
+  slot_->snap.store(kIdle, std::memory_order_seq_cst);
+  published_snap_ = kIdle;
+  slot_->local.store(kIdle, std::memory_order_seq_cst);
+  published_ = kIdle;
+}
+
+void WorkerImpl::Retire(void* p, RetiredKind kind, uint64_t epoch) {
+  retired_.push_back({p, epoch, kind});
+  Bump(slot_->pending, 1);
+}
+
+void WorkerImpl::QueueAbsentLocked(TableImpl* t, Record* r) {
+  if (r->flags & kFlagGcQueued) return;
+  r->flags |= kFlagGcQueued;
+  absent_.push_back({t, r, r->epoch, std::string(r->key())});
+  Bump(slot_->pending, 1);
+}
+
+void WorkerImpl::Maintain() {
+  FreeReady();
+  if (db_->HasOrphans()) {
+    size_t before = absent_.size();
+    db_->AdoptOrphans(&absent_);
+    Bump(slot_->pending, static_cast<int64_t>(absent_.size() - before));
+  }
+  if (!absent_.empty()) ProcessAbsent();
+  // A stale snapshot registration would hold back trimming.
+  if (published_snap_ != kIdle && !txn_open_) {
+    slot_->snap.store(kIdle, std::memory_order_seq_cst);
+    published_snap_ = kIdle;
+  }
+}
+
+void WorkerImpl::FreeReady() {
+  uint64_t reclaim = db_->reclaim_epoch_.load(std::memory_order_acquire);
+  size_t i = retired_head_;
+  int64_t records = 0, versions = 0;
+  while (i < retired_.size() && retired_[i].epoch < reclaim) {
+    const Retired& r = retired_[i];
+    switch (r.kind) {
+      case RetiredKind::kRecord: {
+        Record* rec = static_cast<Record*>(r.p);
+        versions += static_cast<int64_t>(FreeVersionChain(rec->chain.load(std::memory_order_relaxed)));
+        rec->chain.store(nullptr, std::memory_order_relaxed);
+        FreeRecord(rec);
+        ++records;
+        break;
+      }
+      case RetiredKind::kVersions:
+        versions += static_cast<int64_t>(FreeVersionChain(static_cast<Version*>(r.p)));
+        break;
+      case RetiredKind::kHeapValue:
+        FreeHeapValue(static_cast<char*>(r.p));
+        break;
+    }
+    ++i;
+  }
+  Bump(slot_->pending, -static_cast<int64_t>(i - retired_head_));
+  Bump(slot_->records, -records);
+  Bump(slot_->versions, -versions);
+  retired_head_ = i;
+  if (retired_head_ == retired_.size()) {
+    retired_.clear();
+    retired_head_ = 0;
+  } else if (retired_head_ > 4096 && retired_head_ * 2 > retired_.size()) {
+    retired_.erase(retired_.begin(), retired_.begin() + static_cast<ptrdiff_t>(retired_head_));
+    retired_head_ = 0;
+  }
+}
+
+void WorkerImpl::ProcessAbsent() {
+  uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
+  size_t keep = 0, n = absent_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (!TryUnlinkAbsent(absent_[i], min_snap)) {
+      if (keep != i) absent_[keep] = std::move(absent_[i]);
+      ++keep;
+    }
+  }
+  absent_.resize(keep);
+  Bump(slot_->pending, -static_cast<int64_t>(n - keep));
+}
+
+bool WorkerImpl::TryUnlinkAbsent(AbsentEntry& a, uint64_t min_snap) {
+  if (a.epoch > min_snap) return false;
+  KeyRef k(a.key);
+  Record* r = a.table->tree.Lookup(k).rec;
+  if (r != a.rec) return true;  // unlinked (or replaced) meanwhile
+  uint64_t w = LockRecord(r);
+  if (!(w & tid::kLatest)) {
+    UnlockRecord(r, w);
+    return true;
+  }
+  if (!(w & tid::kAbsent)) {  // written again: nothing to unlink
+    r->flags &= static_cast<uint16_t>(~kFlagGcQueued);
+    UnlockRecord(r, w);
+    return true;
+  }
+  if (r->epoch > min_snap) {  // deleted again later; a snapshot may still need the chain
+    a.epoch = r->epoch;
+    UnlockRecord(r, w);
+    return false;
+  }
+  if ((r->flags & kFlagReplTombstone) && !db_->BelowReplayHorizon(r->repl_epoch, r->ts)) {
+    UnlockRecord(r, w);
+    return false;
+  }
+  a.table->tree.Remove(k, r);
+  // Clearing `latest` (and so changing the word) tells every holder of the
+  // pointer that the record is gone: readers look the key up again, and
+  // validation of a read of it fails.
+  r->word.store(w & ~(tid::kLatest | tid::kLock), std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  Retire(r, RetiredKind::kRecord, db_->epoch_.load(std::memory_order_seq_cst));
+  return true;
+}
+
+Status WorkerImpl::ApplyReplicated(TableImpl* t, const WriteRecord& write, uint64_t order_epoch,
+                                   uint64_t order_ts) {
+  KeyRef k(write.key);
+  for (;;) {
+    Record* r = t->tree.Lookup(k).rec;
+    bool created = false;
+    if (!r) {
+      Record* nr = NewRecord(t->id(), write.key, static_cast<uint32_t>(write.value.size()));
+      Record* existing = t->tree.InsertIfAbsent(k, nr);
+      if (existing) {
+        FreeRecord(nr);
+        r = existing;
+      } else {
+        r = nr;
+        created = true;
+        Bump(slot_->records, 1);
+      }
+    }
+    uint64_t w = LockRecord(r);
+    if (!(w & tid::kLatest)) {
+      UnlockRecord(r, w);
+      continue;
+    }
+    bool newer = order_epoch > r->repl_epoch || (order_epoch == r->repl_epoch && order_ts > r->ts);
+    if (!newer) {
+      // An older or duplicate write: last writer wins, nothing to do.
+      if (created) QueueAbsentLocked(t, r);
+      UnlockRecord(r, w);
+      return Status::OK();
+    }
+    uint64_t epoch = db_->epoch_.load(std::memory_order_seq_cst);
+    uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
+    if (write.is_delete) {
+      r->flags |= kFlagReplTombstone;
+    } else {
+      r->flags &= static_cast<uint16_t>(~kFlagReplTombstone);
+    }
+    InstallAndUnlock(this, t, r, write.is_delete, write.value.data(),
+                     static_cast<uint32_t>(write.is_delete ? 0 : write.value.size()), order_ts, epoch, order_epoch,
+                     min_snap);
+    return Status::OK();
+  }
+}
+
+}  // namespace rolis::core

@@ -1,0 +1,133 @@
+// The index behaves exactly like std::map under random single-threaded
+// inserts, removals, lookups and limited scans, for short keys, long keys
+// and keys sharing long prefixes, and keeps its structural invariants.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "btree.h"
+
+namespace rolis::core {
+namespace {
+
+enum class KeyShape { kShort, kMixed, kLongSharedPrefix };
+
+std::string RandomKey(std::mt19937_64& rng, KeyShape shape) {
+  static const std::string prefix(300, 'p');
+  switch (shape) {
+    case KeyShape::kShort: {
+      // 1..12 bytes over a small alphabet: many prefixes of one another and zero bytes.
+      std::string k(1 + rng() % 12, '\0');
+      for (char& c : k) c = static_cast<char>(rng() % 4);
+      return k;
+    }
+    case KeyShape::kMixed: {
+      size_t len = rng() % 10 == 0 ? 17 + rng() % 1000 : 1 + rng() % 40;
+      std::string k(len, '\0');
+      for (char& c : k) c = static_cast<char>('a' + rng() % 3);
+      return k;
+    }
+    case KeyShape::kLongSharedPrefix: {
+      std::string k = prefix.substr(0, 8 + rng() % 292);
+      size_t tail = rng() % 6;
+      for (size_t i = 0; i < tail; ++i) k.push_back(static_cast<char>(rng() % 3));
+      return k;
+    }
+  }
+  return "x";
+}
+
+class BTreeMatchesMapTest : public ::testing::TestWithParam<std::tuple<uint64_t, KeyShape>> {};
+
+TEST_P(BTreeMatchesMapTest, RandomOperationsAgreeWithStdMap) {
+  auto [seed, shape] = GetParam();
+  std::mt19937_64 rng(seed);
+  BTree tree;
+  std::map<std::string, Record*> model;
+  const int kOps = 40000;
+  for (int op = 0; op < kOps; ++op) {
+    std::string key = RandomKey(rng, shape);
+    KeyRef k(key);
+    int what = static_cast<int>(rng() % 100);
+    if (what < 45) {  // insert
+      Record* r = NewRecord(0, key, 8);
+      Record* existing = tree.InsertIfAbsent(k, r);
+      auto it = model.find(key);
+      if (it != model.end()) {
+        ASSERT_EQ(existing, it->second) << "insert of a present key must return its record";
+        FreeRecord(r);
+      } else {
+        ASSERT_EQ(existing, nullptr) << "insert of an absent key must insert";
+        model.emplace(key, r);
+      }
+    } else if (what < 65) {  // remove
+      auto it = model.find(key);
+      Record* expected = it == model.end() ? nullptr : it->second;
+      bool removed = tree.Remove(k, expected ? expected : reinterpret_cast<Record*>(8));
+      ASSERT_EQ(removed, expected != nullptr);
+      if (expected) {
+        FreeRecord(expected);
+        model.erase(it);
+      }
+    } else if (what < 85) {  // lookup
+      auto it = model.find(key);
+      ASSERT_EQ(tree.Lookup(k).rec, it == model.end() ? nullptr : it->second);
+    } else {  // scan from key with a limit
+      size_t limit = 1 + rng() % 50;
+      std::vector<Record*> got;
+      tree.Scan(k, [&](Leaf*, uint64_t, Record* const* recs, int n) {
+        for (int i = 0; i < n && got.size() < limit; ++i) got.push_back(recs[i]);
+        return got.size() < limit;
+      });
+      std::vector<Record*> want;
+      for (auto it = model.lower_bound(key); it != model.end() && want.size() < limit; ++it) {
+        want.push_back(it->second);
+      }
+      ASSERT_EQ(got, want) << "scan from a key of length " << key.size();
+    }
+    if (op % 5000 == 0) {
+      std::string why;
+      ASSERT_TRUE(tree.CheckInvariantsUnsafe(&why)) << why;
+    }
+  }
+  std::string why;
+  ASSERT_TRUE(tree.CheckInvariantsUnsafe(&why)) << why;
+  // A full scan returns exactly the model, in order.
+  std::vector<Record*> all;
+  tree.Scan(KeyRef(std::string_view()), [&](Leaf*, uint64_t, Record* const* recs, int n) {
+    all.insert(all.end(), recs, recs + n);
+    return true;
+  });
+  std::vector<Record*> want;
+  for (auto& [k, r] : model) want.push_back(r);
+  ASSERT_EQ(all, want);
+  for (auto& [k, r] : model) FreeRecord(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, BTreeMatchesMapTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 42),
+                                            ::testing::Values(KeyShape::kShort, KeyShape::kMixed,
+                                                              KeyShape::kLongSharedPrefix)));
+
+TEST(BTreeTest, SequentialAndReverseInsertsStaySorted) {
+  BTree tree;
+  std::vector<Record*> recs;
+  for (int i = 0; i < 20000; ++i) {
+    int x = i % 2 ? i : 40000 - i;
+    char buf[8];
+    uint64_t be = __builtin_bswap64(static_cast<uint64_t>(x));
+    std::memcpy(buf, &be, 8);
+    Record* r = NewRecord(0, std::string_view(buf, 8), 8);
+    ASSERT_EQ(tree.InsertIfAbsent(KeyRef(std::string_view(buf, 8)), r), nullptr);
+    recs.push_back(r);
+  }
+  std::string why;
+  ASSERT_TRUE(tree.CheckInvariantsUnsafe(&why)) << why;
+  for (Record* r : recs) FreeRecord(r);
+}
+
+}  // namespace
+}  // namespace rolis::core
