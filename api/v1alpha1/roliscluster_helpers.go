@@ -1,0 +1,73 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
+
+import "time"
+
+// Defaults the API server fills in (see the markers on the spec). The
+// accessors below return them when a field is empty, so code that runs on an
+// object that was never defaulted (unit tests, old objects) behaves the same.
+const (
+	DefaultReplicas        = 3
+	DefaultWorkerThreads   = 2
+	DefaultBatchSize       = 100
+	DefaultBatchTimeout    = time.Millisecond
+	DefaultFailoverTimeout = 5 * time.Second
+	DefaultScrapeInterval  = "30s"
+	DefaultStorageSize     = "1Gi"
+)
+
+// DesiredReplicas returns spec.replicas or its default.
+func (c *RolisCluster) DesiredReplicas() int32 {
+	if c.Spec.Replicas > 0 {
+		return c.Spec.Replicas
+	}
+	return DefaultReplicas
+}
+
+// WorkerThreads returns spec.workerThreads or its default.
+func (c *RolisCluster) WorkerThreads() int32 {
+	if c.Spec.WorkerThreads > 0 {
+		return c.Spec.WorkerThreads
+	}
+	return DefaultWorkerThreads
+}
+
+// BatchSize returns spec.batchSize or its default.
+func (c *RolisCluster) BatchSize() int32 {
+	if c.Spec.BatchSize > 0 {
+		return c.Spec.BatchSize
+	}
+	return DefaultBatchSize
+}
+
+// BatchTimeout returns spec.batchTimeout or its default.
+func (c *RolisCluster) BatchTimeout() time.Duration {
+	if c.Spec.BatchTimeout != nil && c.Spec.BatchTimeout.Duration > 0 {
+		return c.Spec.BatchTimeout.Duration
+	}
+	return DefaultBatchTimeout
+}
+
+// FailoverTimeout returns spec.failover.timeout or its default.
+func (c *RolisCluster) FailoverTimeout() time.Duration {
+	if c.Spec.Failover.Timeout != nil && c.Spec.Failover.Timeout.Duration > 0 {
+		return c.Spec.Failover.Timeout.Duration
+	}
+	return DefaultFailoverTimeout
+}
+
+// ScrapeInterval returns spec.monitoring.interval or its default.
+func (c *RolisCluster) ScrapeInterval() string {
+	if c.Spec.Monitoring.Interval != "" {
+		return c.Spec.Monitoring.Interval
+	}
+	return DefaultScrapeInterval
+}
+
+// TLSEnabled reports whether the members use TLS.
+func (c *RolisCluster) TLSEnabled() bool { return c.Spec.TLS != nil }

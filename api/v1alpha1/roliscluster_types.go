@@ -1,0 +1,325 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package v1alpha1
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RolisClusterSpec is the desired state of a replicated Rolis database.
+//
+// Fields whose change would be unsafe on a running cluster are immutable and
+// the API server rejects the change (see docs/operator.md, "Immutable fields").
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls cannot be turned on or off after creation: members of one cluster must all speak TLS or all speak plaintext; create a new cluster instead"
+type RolisClusterSpec struct {
+	// Replicas is the number of members. It must be odd so that every
+	// majority is strictly more than half and two majorities always meet.
+	// Scaling goes one member at a time (see docs/operator.md).
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	// +kubebuilder:validation:XValidation:rule="self % 2 == 1",message="replicas must be odd (1, 3, 5 or 7) so that majorities are well defined"
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Image is the rolisd container image.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +required
+	Image string `json:"image"`
+
+	// ImagePullPolicy of the rolisd container.
+	// +kubebuilder:validation:Enum=Always;IfNotPresent;Never
+	// +kubebuilder:default=IfNotPresent
+	// +optional
+	ImagePullPolicy corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// ImagePullSecrets for the rolisd image.
+	// +optional
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// WorkerThreads is the number of worker threads of each member, and so the
+	// number of replication streams. A change rolls the pods (followers first,
+	// the leader last after a switchover).
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	WorkerThreads int32 `json:"workerThreads,omitempty"`
+
+	// BatchSize is the number of transactions that close a replication batch.
+	// A change rolls the pods.
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	BatchSize int32 `json:"batchSize,omitempty"`
+
+	// BatchTimeout closes a batch that is not full, so light load still gets
+	// low latency. Between 10us and 1s. A change rolls the pods.
+	// +kubebuilder:default="1ms"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('1s')",message="batchTimeout must be between 10us and 1s"
+	// +optional
+	BatchTimeout *metav1.Duration `json:"batchTimeout,omitempty"`
+
+	// Resources of the rolisd container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Storage of each member (one PersistentVolumeClaim per pod).
+	// +kubebuilder:default={}
+	// +optional
+	Storage StorageSpec `json:"storage,omitempty"`
+
+	// TLS turns on TLS for the client, admin and replication endpoints with
+	// certificates issued by cert-manager. It cannot be turned on or off
+	// after creation.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Monitoring creates a Prometheus ServiceMonitor for the members.
+	// +optional
+	Monitoring MonitoringSpec `json:"monitoring,omitempty"`
+
+	// Failover tunes leader failure detection.
+	// +kubebuilder:default={}
+	// +optional
+	Failover FailoverSpec `json:"failover,omitempty"`
+
+	// Pod holds overrides of the pod template: scheduling and metadata.
+	// +optional
+	Pod PodOverrides `json:"pod,omitempty"`
+}
+
+// StorageSpec is the persistent storage of each member.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName is immutable: the StatefulSet's volume claim templates cannot change"
+type StorageSpec struct {
+	// Size of each member's volume. Immutable (the StatefulSet's volume claim
+	// templates cannot change; expand the PVCs themselves if the class allows).
+	// +kubebuilder:default="1Gi"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="storage.size is immutable: the StatefulSet's volume claim templates cannot change"
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+
+	// StorageClassName of the volumes; empty uses the default class. Immutable.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// RetentionPolicy says whether the volumes are kept when the cluster is
+	// deleted or scaled down. Both default to Retain: data outlives mistakes.
+	// +optional
+	RetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"retentionPolicy,omitempty"`
+}
+
+// TLSSpec asks cert-manager for the members' certificates.
+type TLSSpec struct {
+	// IssuerRef is the cert-manager Issuer or ClusterIssuer that signs the
+	// member and client certificates.
+	// +required
+	IssuerRef IssuerReference `json:"issuerRef"`
+}
+
+// IssuerReference names a cert-manager issuer.
+type IssuerReference struct {
+	// Name of the issuer.
+	// +kubebuilder:validation:MinLength=1
+	// +required
+	Name string `json:"name"`
+	// Kind of the issuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Group of the issuer.
+	// +kubebuilder:default="cert-manager.io"
+	// +optional
+	Group string `json:"group,omitempty"`
+}
+
+// MonitoringSpec turns the Prometheus ServiceMonitor on or off.
+type MonitoringSpec struct {
+	// Enabled creates a ServiceMonitor (needs the prometheus-operator CRDs).
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Interval between scrapes.
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(ms|s|m|h))+$`
+	// +optional
+	Interval string `json:"interval,omitempty"`
+	// Labels added to the ServiceMonitor, so that a Prometheus selects it.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// FailoverSpec tunes failure detection.
+type FailoverSpec struct {
+	// Timeout is how long the leader may be unhealthy before the operator
+	// fails over to the most advanced replica. Between 1s and 10m.
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="failover.timeout must be between 1s and 10m"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// PodOverrides are merged into the pod template the operator builds.
+type PodOverrides struct {
+	// Labels added to the pods (the operator's own labels win).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations added to the pods.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Affinity replaces the default preferred anti-affinity across nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Tolerations of the pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// PriorityClassName of the pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// ClusterPhase is a one-word summary of the cluster's state.
+// +kubebuilder:validation:Enum=Pending;Creating;Running;FailingOver;Scaling;Upgrading;Degraded
+type ClusterPhase string
+
+// Phases.
+const (
+	PhasePending     ClusterPhase = "Pending"
+	PhaseCreating    ClusterPhase = "Creating"
+	PhaseRunning     ClusterPhase = "Running"
+	PhaseFailingOver ClusterPhase = "FailingOver"
+	PhaseScaling     ClusterPhase = "Scaling"
+	PhaseUpgrading   ClusterPhase = "Upgrading"
+	PhaseDegraded    ClusterPhase = "Degraded"
+)
+
+// Condition types.
+const (
+	// ConditionReady: every member is up, reachable and follows the leader.
+	ConditionReady = "Ready"
+	// ConditionAvailable: a leader is open for writes in the decided epoch.
+	ConditionAvailable = "Available"
+	// ConditionFailingOver: a failover or switchover is in progress.
+	ConditionFailingOver = "FailingOver"
+	// ConditionDegraded: something needs attention; the reason says what.
+	ConditionDegraded = "Degraded"
+	// ConditionProgressing: the operator is moving the cluster towards the spec.
+	ConditionProgressing = "Progressing"
+)
+
+// LogKey is a replication position (epoch, ts), ordered epoch first.
+type LogKey struct {
+	Epoch int64 `json:"epoch"`
+	TS    int64 `json:"ts"`
+}
+
+// MemberStatus is what the operator last saw of one member.
+type MemberStatus struct {
+	// Name of the pod.
+	Name string `json:"name"`
+	// ID of the member (the pod ordinal).
+	ID int32 `json:"id"`
+	// Role reported by the member (Leader, Follower, Candidate, CatchingUp,
+	// Standalone), or Unreachable.
+	Role string `json:"role"`
+	// Epoch the member is in.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+	// Watermark G as the member knows it.
+	// +optional
+	Watermark *LogKey `json:"watermark,omitempty"`
+	// Healthy as reported by the member.
+	Healthy bool `json:"healthy"`
+	// Message says why the member is unreachable or unhealthy.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RolisClusterStatus is the observed state of a RolisCluster.
+type RolisClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarises the state.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// Leader is the pod that leads the current epoch.
+	// +optional
+	Leader string `json:"leader,omitempty"`
+	// Epoch is the latest decided epoch.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+	// Watermark is the leader's commit watermark G.
+	// +optional
+	Watermark *LogKey `json:"watermark,omitempty"`
+	// Replicas is the number of members the StatefulSet runs.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+	// ReadyReplicas is the number of ready member pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// ConfigHash is the hash of the engine settings the pods should run.
+	// +optional
+	ConfigHash string `json:"configHash,omitempty"`
+	// Members is the last probe of every member.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Members []MemberStatus `json:"members,omitempty"`
+	// Conditions: Ready, Available, FailingOver, Degraded, Progressing.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RolisCluster is a replicated Rolis database.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rolis;rc,categories=rolis
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 45",message="metadata.name must be at most 45 characters: pod, service and certificate names are derived from it"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyReplicas`,priority=1
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
+// +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RolisCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec RolisClusterSpec `json:"spec"`
+	// +optional
+	Status RolisClusterStatus `json:"status,omitempty"`
+}
+
+// RolisClusterList is a list of RolisClusters.
+// +kubebuilder:object:root=true
+type RolisClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RolisCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RolisCluster{}, &RolisClusterList{})
+}
