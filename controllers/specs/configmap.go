@@ -1,0 +1,93 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package specs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+)
+
+// Keys of the engine ConfigMap.
+const (
+	KeyWorkerThreads = "workerThreads"
+	KeyBatchSize     = "batchSize"
+	KeyBatchTimeout  = "batchTimeout"
+	KeyTLS           = "tls"
+	// KeyPeers is the membership the pods start with (--peers). Pods read it
+	// through an environment variable, so a membership change does not roll
+	// them; running members learn it through ChangeMembership.
+	KeyPeers = "peers"
+	// KeyMembers is the number of members in KeyPeers.
+	KeyMembers = "members"
+)
+
+// EngineSettings are the settings that every member must run with; a change
+// of any of them makes a new StatefulSet revision through the config hash.
+func EngineSettings(c *dbv1.RolisCluster) map[string]string {
+	return map[string]string{
+		KeyWorkerThreads: strconv.Itoa(int(c.WorkerThreads())),
+		KeyBatchSize:     strconv.Itoa(int(c.BatchSize())),
+		KeyBatchTimeout:  c.BatchTimeout().String(),
+		KeyTLS:           strconv.FormatBool(c.TLSEnabled()),
+	}
+}
+
+// ConfigHash is a stable hash of the engine settings.
+func ConfigHash(settings map[string]string) string {
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, settings[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// EngineConfigMap holds the engine settings and the starting membership of
+// `members` members (ordinals 0..members-1).
+func EngineConfigMap(c *dbv1.RolisCluster, members int32, o Options) *corev1.ConfigMap {
+	data := EngineSettings(c)
+	data[KeyPeers] = Peers(c, members, o)
+	data[KeyMembers] = strconv.Itoa(int(members))
+	return &corev1.ConfigMap{
+		ObjectMeta: objectMeta(c, ConfigMapName(c)),
+		Data:       data,
+	}
+}
+
+// Keys of the epoch ConfigMap.
+const (
+	// KeyEpochRecord is the decided record (epoch, V) as protobuf JSON.
+	KeyEpochRecord = "record"
+	// KeyEpoch and KeyLeader repeat the record for people reading it.
+	KeyEpoch  = "epoch"
+	KeyLeader = "leader"
+)
+
+// EpochConfigMap is the epoch record store before any decision: epoch 0, no
+// leader. The operator creates it once and afterwards only changes it by a
+// compare-and-set on its resourceVersion (see controllers/leadership).
+func EpochConfigMap(c *dbv1.RolisCluster) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: objectMeta(c, EpochConfigMapName(c)),
+		Data: map[string]string{
+			KeyEpochRecord: "{}",
+			KeyEpoch:       "0",
+			KeyLeader:      "",
+		},
+	}
+}
