@@ -1,0 +1,153 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package leadership
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+func key(e, ts uint64) *rolisv1.LogKey { return &rolisv1.LogKey{Epoch: e, Ts: ts} }
+
+func member(id int32, epoch uint64, g *rolisv1.LogKey) Member {
+	return Member{ID: id, Pod: podName(id), PodExists: true, Ready: true, Status: &rolisv1.StatusResponse{
+		Id: uint32(id), Role: rolisv1.Role_FOLLOWER, Epoch: epoch, Watermark: g, Healthy: true,
+	}}
+}
+
+func podName(id int32) string { return "db-" + string(rune('0'+id)) }
+
+func TestCompareKeysOrdersEpochFirst(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(CompareKeys(key(2, 1), key(1, 999))).To(Equal(1))
+	g.Expect(CompareKeys(key(1, 5), key(1, 7))).To(Equal(-1))
+	g.Expect(CompareKeys(key(3, 3), key(3, 3))).To(Equal(0))
+	g.Expect(CompareKeys(nil, key(0, 0))).To(Equal(0), "a missing key is (0,0)")
+}
+
+func TestChooseCandidatePicksHighestEpochThenHighestWatermark(t *testing.T) {
+	g := NewWithT(t)
+	members := []Member{
+		member(0, 2, key(2, 50)),
+		member(1, 3, key(3, 10)), // highest epoch wins over a higher ts in an older epoch
+		member(2, 3, key(2, 900)),
+	}
+	c, err := ChooseCandidate(members, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ID).To(Equal(int32(1)))
+
+	members[2] = member(2, 3, key(3, 11)) // same epoch, higher watermark
+	c, err = ChooseCandidate(members, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ID).To(Equal(int32(2)))
+}
+
+func TestChooseCandidateSkipsIneligibleMembers(t *testing.T) {
+	g := NewWithT(t)
+	unreachable := member(0, 9, key(9, 9))
+	unreachable.Status, unreachable.Err = nil, errors.New("connection refused")
+	unhealthy := member(1, 9, key(9, 9))
+	unhealthy.Status.Healthy = false
+	catching := member(2, 9, key(9, 9))
+	catching.Status.Role = rolisv1.Role_CATCHING_UP
+	deleting := member(3, 9, key(9, 9))
+	deleting.Deleting = true
+	noPod := member(4, 9, key(9, 9))
+	noPod.PodExists = false
+	ok := member(5, 1, key(1, 1))
+
+	c, err := ChooseCandidate([]Member{unreachable, unhealthy, catching, deleting, noPod, ok}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ID).To(Equal(int32(5)))
+
+	_, err = ChooseCandidate([]Member{unreachable, unhealthy}, nil)
+	g.Expect(err).To(MatchError(ContainSubstring("no eligible candidate")))
+	g.Expect(err.Error()).To(ContainSubstring("connection refused"))
+	g.Expect(err.Error()).To(ContainSubstring("reports unhealthy"))
+}
+
+func TestChooseCandidateTieBreaksOnRevisionThenLowestID(t *testing.T) {
+	g := NewWithT(t)
+	a, b, c := member(0, 1, key(1, 5)), member(1, 1, key(1, 5)), member(2, 1, key(1, 5))
+	a.Outdated = true
+	got, err := ChooseCandidate([]Member{a, b, c}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.ID).To(Equal(int32(1)), "an updated member wins a tie over an outdated one")
+
+	got, err = ChooseCandidate([]Member{a, b, c}, map[int32]bool{1: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.ID).To(Equal(int32(2)), "excluded members are never chosen")
+}
+
+func TestAssessLeader(t *testing.T) {
+	rec := &rolisv1.EpochRecord{Epoch: 4, LeaderId: 1}
+	leader := member(1, 4, key(4, 1))
+	leader.Status.Role = rolisv1.Role_LEADER
+	cases := []struct {
+		name   string
+		mutate func(m *Member)
+		rec    *rolisv1.EpochRecord
+		want   LeaderState
+		reason string
+	}{
+		{"no decided epoch means no leader", func(*Member) {}, &rolisv1.EpochRecord{}, NoLeader, "no epoch decided"},
+		{"leader open in the decided epoch serves", func(*Member) {}, rec, Serving, "leads epoch 4"},
+		{"unreachable leader is unhealthy", func(m *Member) { m.Status, m.Err = nil, errors.New("refused") }, rec, Unhealthy, "unreachable"},
+		{"leader reporting unhealthy is unhealthy", func(m *Member) { m.Status.Healthy = false }, rec, Unhealthy, "reports unhealthy"},
+		{"leader of an older epoch is unhealthy", func(m *Member) { m.Status.Epoch = 3 }, rec, Unhealthy, "decided epoch is 4"},
+		{"candidate that promised the decided epoch is opening", func(m *Member) {
+			m.Status.Role, m.Status.PromisedEpoch, m.Status.Epoch = rolisv1.Role_CANDIDATE, 4, 3
+		}, rec, Opening, "has not opened"},
+		{"deleted pod is unhealthy", func(m *Member) { m.Deleting = true }, rec, Unhealthy, "being deleted"},
+		{"leader id outside the membership is unhealthy", func(*Member) {}, &rolisv1.EpochRecord{Epoch: 4, LeaderId: 7}, Unhealthy, "not a member"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			l := leader
+			l.Status = &rolisv1.StatusResponse{}
+			*l.Status = rolisv1.StatusResponse{Id: 1, Role: rolisv1.Role_LEADER, Epoch: 4, Watermark: key(4, 1), Healthy: true}
+			tc.mutate(&l)
+			a := AssessLeader([]Member{member(0, 4, key(4, 1)), l}, tc.rec)
+			g.Expect(a.State).To(Equal(tc.want), a.Reason)
+			g.Expect(a.Reason).To(ContainSubstring(tc.reason))
+		})
+	}
+}
+
+func TestNextEpochIsAboveEveryEpochAndPromiseSeen(t *testing.T) {
+	g := NewWithT(t)
+	m := []Member{member(0, 3, nil), member(1, 2, nil), {ID: 2, Err: errors.New("down")}}
+	m[1].Status.PromisedEpoch = 7 // a failed earlier attempt
+	g.Expect(NextEpoch(m, &rolisv1.EpochRecord{Epoch: 5})).To(Equal(uint64(8)))
+	m[0].Status.Decided = &rolisv1.EpochRecord{Epoch: 11}
+	g.Expect(NextEpoch(m, &rolisv1.EpochRecord{Epoch: 5})).To(Equal(uint64(12)))
+	g.Expect(NextEpoch(nil, &rolisv1.EpochRecord{})).To(Equal(uint64(1)))
+}
+
+func TestLaggingListsMembersThatMissedTheDecision(t *testing.T) {
+	g := NewWithT(t)
+	rec := &rolisv1.EpochRecord{Epoch: 2, LeaderId: 0}
+	upToDate := member(0, 2, nil)
+	upToDate.Status.Decided, upToDate.Status.LeaderId = rec, 0
+	behind := member(1, 1, nil)
+	down := Member{ID: 2, Err: errors.New("down")}
+	got := Lagging([]Member{upToDate, behind, down}, rec)
+	g.Expect(got).To(HaveLen(1))
+	g.Expect(got[0].ID).To(Equal(int32(1)))
+}
+
+func TestMajority(t *testing.T) {
+	g := NewWithT(t)
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
+		g.Expect(Majority(n)).To(Equal(want), "n=%d", n)
+	}
+}

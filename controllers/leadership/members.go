@@ -1,0 +1,141 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package leadership
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+// Member is what one probe saw of one member.
+type Member struct {
+	ID  int32
+	Pod string
+	// PodExists is false when the StatefulSet has not (re)created the pod.
+	PodExists bool
+	// Deleting is true when the pod is being deleted.
+	Deleting bool
+	// Ready is the pod's Ready condition.
+	Ready bool
+	// Outdated is true when the pod runs an older StatefulSet revision.
+	Outdated bool
+	// Status is the member's answer; nil when it did not answer.
+	Status *rolisv1.StatusResponse
+	// Err says why there is no Status.
+	Err error
+}
+
+// Reachable reports whether the member answered Status.
+func (m *Member) Reachable() bool { return m.Err == nil && m.Status != nil }
+
+// Healthy reports whether the member answered and says it is healthy.
+func (m *Member) Healthy() bool { return m.Reachable() && m.Status.GetHealthy() }
+
+// RoleName is the member's role for people ("Unreachable" when it did not answer).
+func (m *Member) RoleName() string {
+	if !m.Reachable() {
+		return "Unreachable"
+	}
+	switch m.Status.GetRole() {
+	case rolisv1.Role_LEADER:
+		return "Leader"
+	case rolisv1.Role_FOLLOWER:
+		return "Follower"
+	case rolisv1.Role_CANDIDATE:
+		return "Candidate"
+	case rolisv1.Role_CATCHING_UP:
+		return "CatchingUp"
+	case rolisv1.Role_STANDALONE:
+		return "Standalone"
+	default:
+		return "Unknown"
+	}
+}
+
+// Probe asks every target for its Status in parallel, each call bounded by
+// timeout. It never fails as a whole: a member that does not answer is a
+// Member with Err set.
+func Probe(ctx context.Context, d Dialer, targets []Target, base []Member, timeout Timeouts) []Member {
+	out := make([]Member, len(targets))
+	copy(out, base)
+	var wg sync.WaitGroup
+	for i := range targets {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			m := &out[i]
+			m.ID = targets[i].ID
+			if targets[i].Pod == nil {
+				m.Err = fmt.Errorf("pod does not exist")
+				return
+			}
+			cctx, cancel := context.WithTimeout(ctx, timeout.Probe)
+			defer cancel()
+			c, err := d.Dial(cctx, targets[i])
+			if err != nil {
+				m.Err = err
+				return
+			}
+			defer c.Close() //nolint:errcheck // nothing to do about a failed close
+			st, err := c.Status(cctx)
+			if err != nil {
+				m.Err = err
+				return
+			}
+			if st == nil {
+				m.Err = errors.New("empty Status response")
+				return
+			}
+			m.Status = st
+		}(i)
+	}
+	wg.Wait()
+	return out
+}
+
+// Majority is the size of a majority of n members.
+func Majority(n int) int { return n/2 + 1 }
+
+// CountReachable counts members that answered.
+func CountReachable(members []Member) int {
+	n := 0
+	for i := range members {
+		if members[i].Reachable() {
+			n++
+		}
+	}
+	return n
+}
+
+// Unimplemented reports whether err is gRPC's UNIMPLEMENTED, which a rolisd
+// without the replication layer answers to the failover calls.
+func Unimplemented(err error) bool {
+	var se *StepError
+	if errors.As(err, &se) {
+		err = se.Err
+	}
+	return status.Code(err) == codes.Unimplemented
+}
+
+// ShortError is the gRPC message of err without the code prefix noise, or
+// err's text.
+func ShortError(err error) string {
+	if err == nil {
+		return ""
+	}
+	if s, ok := status.FromError(err); ok {
+		return fmt.Sprintf("%s: %s", s.Code(), s.Message())
+	}
+	return err.Error()
+}
