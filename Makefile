@@ -7,6 +7,7 @@ CACHE_DIR ?= $(HOME)/.cache/rolis
 export GOFLAGS ?= -buildvcs=false
 
 .PHONY: all build deps engine engine-test test main bench clean
+.PHONY: envtest-assets manifests operator operator-test
 
 all: build
 
@@ -21,17 +22,52 @@ engine: deps $(BUILD_DIR)/build.ninja
 	mkdir -p $(BIN_DIR)
 	for b in rolis-bench rolisd; do [ ! -f $(BUILD_DIR)/bin/$$b ] || cp -f $(BUILD_DIR)/bin/$$b $(BIN_DIR)/; done
 
-build: engine go-build
+build: engine manifests operator go-build
 
 engine-test: engine
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 600 -j2
 
-test: engine-test go-test
+test: engine-test operator-test go-test
 
 # The main job: build everything and run it.
 main: build
 	$(BIN_DIR)/rolis-bench --workload=ycsbpp --threads=1 --seconds=5
 	$(BIN_DIR)/rolis-bench --workload=tpcc --threads=1 --seconds=5
+
+# --- operator (api/, controllers/, cmd/operator, config/) ---
+CONTROLLER_GEN_VERSION := v0.23.0
+CONTROLLER_GEN := $(CACHE_DIR)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
+GO_MOD_DIR = $(shell go mod download -json $(1) | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+
+$(CONTROLLER_GEN):
+	mkdir -p $(CACHE_DIR)/bin/cg-$(CONTROLLER_GEN_VERSION)
+	GOBIN=$(CACHE_DIR)/bin/cg-$(CONTROLLER_GEN_VERSION) nice go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(CACHE_DIR)/bin/cg-$(CONTROLLER_GEN_VERSION)/controller-gen $@
+
+# Prints the folder to use as KUBEBUILDER_ASSETS (kube-apiserver, etcd, kubectl).
+envtest-assets:
+	@hack/envtest-assets.sh
+
+# Generated code and manifests: deepcopy, the CRD, RBAC, and the third-party
+# CRDs the integration tests install (generated from their Go modules).
+manifests: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
+	$(CONTROLLER_GEN) crd rbac:roleName=rolis-operator paths=./api/... paths=./controllers/... \
+	  output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	rm -rf $(CURDIR)/build/crd-monitoring && mkdir -p $(CURDIR)/build/crd-monitoring config/crd/external
+	cd $(call GO_MOD_DIR,github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring) && \
+	  $(CONTROLLER_GEN) crd:crdVersions=v1 paths=./v1 output:crd:dir=$(CURDIR)/build/crd-monitoring
+	cp $(CURDIR)/build/crd-monitoring/monitoring.coreos.com_servicemonitors.yaml config/crd/external/
+	cp $(call GO_MOD_DIR,github.com/cert-manager/cert-manager)/deploy/crds/cert-manager.io_certificates.yaml config/crd/external/
+	chmod u+w config/crd/external/*.yaml
+
+operator:
+	mkdir -p $(BIN_DIR)
+	nice go build -o $(BIN_DIR)/rolis-operator ./cmd/operator
+
+# Unit tests and the envtest integration tests (real kube-apiserver and etcd).
+operator-test:
+	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" nice go test ./api/... ./controllers/... ./cmd/operator/...
 
 # --- Go client, rolisctl and their tests (pkg/client, cmd/rolisctl, internal/testserver, test/server) ---
 .PHONY: go-build go-test go-unit-test server-test
@@ -51,3 +87,23 @@ go-test: go-unit-test server-test
 
 clean:
 	rm -rf build bin
+
+# ---- Images, Helm chart and the local Kind cluster (docs/packaging.md) ----
+# None of these is a prerequisite of `test`: the Kind cluster is opt-in.
+.PHONY: images kind-up kind-down kind-load helm-lint
+
+# Images from the binaries `make build` put in bin/ (run it first).
+images:
+	hack/kind/images.sh
+
+kind-up:
+	hack/kind/up.sh
+
+kind-down:
+	hack/kind/down.sh
+
+kind-load:
+	hack/kind/load.sh
+
+helm-lint:
+	hack/kind/helm-lint.sh

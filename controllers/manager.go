@@ -1,0 +1,88 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"time"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/specs"
+)
+
+// NewScheme knows every kind the operator reads or writes.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, dbv1.AddToScheme, cmv1.AddToScheme, monv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// ManagerOptions are the operator's process settings.
+type ManagerOptions struct {
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElection          bool
+	LeaderElectionID        string
+	LeaderElectionNamespace string
+	// Namespace limits the operator to one namespace ("" = all).
+	Namespace string
+}
+
+// NewManager makes the controller manager the way the operator runs it (the
+// integration tests use it too):
+//   - leader election, so several operator replicas are safe; the lease is
+//     released on a clean shutdown so a successor takes over at once;
+//   - the informer cache holds only the operator's own pods and ConfigMaps
+//     (by label), not every pod of the cluster;
+//   - Secrets (TLS keys), Certificates and ServiceMonitors are read directly,
+//     never cached: the last two may not even be installed, and a cache
+//     would need their API at start-up.
+func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
+	ours := labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagedBy})
+	cacheOpts := cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:       {Label: labels.SelectorFromSet(labels.Set{specs.LabelName: specs.AppName})},
+			&corev1.ConfigMap{}: {Label: ours},
+		},
+	}
+	if o.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	renew, lease := 10*time.Second, 15*time.Second
+	return ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &lease,
+		RenewDeadline:                 &renew,
+		Cache:                         cacheOpts,
+		Client: client.Options{Cache: &client.CacheOptions{
+			DisableFor: []client.Object{&corev1.Secret{}, &cmv1.Certificate{}, &monv1.ServiceMonitor{}},
+		}},
+	})
+}

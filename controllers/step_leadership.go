@@ -1,0 +1,349 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/leadership"
+	"github.com/rolisdb/rolis/controllers/specs"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+// Reasons of leadership conditions and events.
+const (
+	ReasonLeaderServing       = "LeaderServing"
+	ReasonNoLeader            = "NoLeader"
+	ReasonLeaderOpening       = "LeaderOpening"
+	ReasonLeaderUnhealthy     = "LeaderUnhealthy"
+	ReasonElecting            = "Electing"
+	ReasonPromoting           = "Promoting"
+	ReasonPromoted            = "Promoted"
+	ReasonPromotionFailed     = "PromotionFailed"
+	ReasonFailoverUnsupported = "FailoverUnsupported"
+	ReasonSuperseded          = "Superseded"
+	ReasonNoQuorum            = "NoQuorum"
+	ReasonNoCandidate         = "NoCandidate"
+	ReasonWaitingForLease     = "WaitingForLease"
+	ReasonEpochRecordLost     = "EpochRecordLost"
+	ReasonLeaderLabelMoved    = "LeaderLabelMoved"
+
+	// maxPromotionBackoff bounds the wait between failed promotions.
+	maxPromotionBackoff = 2 * time.Minute
+	promotionLeaseTTL   = time.Minute
+)
+
+func (r *Reconciler) epochStore(c *dbv1.RolisCluster) *leadership.ConfigMapStore {
+	return &leadership.ConfigMapStore{
+		Reader: r.APIReader, Writer: r.Client,
+		Key: types.NamespacedName{Namespace: c.Namespace, Name: specs.EpochConfigMapName(c)},
+	}
+}
+
+func (r *Reconciler) driver(c *dbv1.RolisCluster) *leadership.Driver {
+	return &leadership.Driver{
+		Dialer:   r.Dialer,
+		Store:    r.epochStore(c),
+		Timeouts: r.Timeouts,
+		Observer: leadership.ObserverFunc(func(step leadership.Step, format string, args ...any) {
+			r.event(c, corev1.EventTypeNormal, "Failover"+string(step), string(step), format, args...)
+		}),
+		ClientAddress: func(id int32) string {
+			return fmt.Sprintf("%s:%d", specs.PeerHost(c, id, r.Options), specs.ClientPort)
+		},
+	}
+}
+
+func (r *Reconciler) event(c *dbv1.RolisCluster, kind, reason, action, format string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(c, nil, kind, reason, action, format, args...)
+	}
+}
+
+// reconcileLeadership keeps one serving leader per decided epoch.
+//
+//   - No epoch decided yet (a new cluster): once a majority answers, elect
+//     the most advanced member through the failover protocol (epoch 1).
+//   - The decided leader serves: make sure the role=leader label is on its
+//     pod only and that every member knows the decision.
+//   - The decided leader promised but did not open (the operator stopped
+//     mid-promotion): finish with OpenEpoch of the same record.
+//   - The decided leader is unhealthy: wait failover.timeout from the first
+//     time it was seen so (a blip is not a failover), then promote the most
+//     advanced member to a new epoch.
+func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome, error) {
+	c := s.cluster
+	stored, err := r.epochStore(c).Load(ctx)
+	if err != nil {
+		return proceed, err
+	}
+	s.stored = stored
+	rec := stored.Record
+	s.assessment = leadership.AssessLeader(s.members, rec)
+	c.Status.Epoch = int64(rec.GetEpoch())
+	if rec.GetEpoch() > 0 {
+		s.leaderID = int32(rec.GetLeaderId())
+		c.Status.Leader = specs.PodName(c, s.leaderID)
+	} else {
+		c.Status.Leader = ""
+	}
+
+	switch s.assessment.State {
+	case leadership.Serving:
+		s.mem.leaderUnhealthySince = time.Time{}
+		s.mem.promotion.reset()
+		c.Status.Watermark = logKey(s.assessment.Leader.Status.GetWatermark())
+		if err := r.moveLeaderLabel(ctx, s, s.leaderID); err != nil {
+			return proceed, err
+		}
+		if lag := leadership.Lagging(s.members, rec); len(lag) > 0 {
+			targets := make([]leadership.Target, 0, len(lag))
+			for _, m := range lag {
+				targets = append(targets, s.target(m.ID))
+			}
+			r.driver(c).Announce(ctx, targets, s.members, rec)
+		}
+		return proceed, nil
+
+	case leadership.Opening:
+		return r.resume(ctx, s)
+
+	case leadership.NoLeader:
+		for i := range s.members {
+			if d := s.members[i].Status.GetDecided().GetEpoch(); d > 0 {
+				// The store lost its record (someone deleted the ConfigMap):
+				// electing from an empty record could void what epoch d decided.
+				msg := fmt.Sprintf("the epoch record %s is empty but %s knows decided epoch %d: restore the record (see docs/operator.md) before any election",
+					specs.EpochConfigMapName(c), s.members[i].Pod, d)
+				s.problem(ReasonEpochRecordLost, msg)
+				return stopFor(retryMissingDependency), nil
+			}
+		}
+		s.progressing(ReasonElecting, "electing the first leader")
+		return r.promote(ctx, s, nil, "initial election")
+
+	default: // Unhealthy
+		now := r.now()
+		if s.mem.leaderUnhealthySince.IsZero() {
+			s.mem.leaderUnhealthySince = now
+			r.event(c, corev1.EventTypeWarning, ReasonLeaderUnhealthy, "Detect",
+				"%s; failing over if it does not recover within %s", s.assessment.Reason, c.FailoverTimeout())
+		}
+		waited := now.Sub(s.mem.leaderUnhealthySince)
+		if waited < c.FailoverTimeout() {
+			s.failingOver = &finding{ReasonLeaderUnhealthy,
+				fmt.Sprintf("%s; failing over if it does not recover within %s", s.assessment.Reason, c.FailoverTimeout())}
+			return stopFor(c.FailoverTimeout() - waited), nil
+		}
+		return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
+	}
+}
+
+// promote runs one promotion: choose the candidate, take the Lease, drive
+// the protocol, move the label. A failed attempt is retried with an
+// exponential backoff (from failover.timeout up to two minutes), so a
+// cluster whose members cannot fail over (an image without the replication
+// layer answers UNIMPLEMENTED) costs one attempt per backoff, not a loop.
+func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bool, why string) (outcome, error) {
+	c := s.cluster
+	logger := log.FromContext(ctx)
+	failover := s.stored.Record.GetEpoch() > 0
+	wait := func(reason, msg string) {
+		if failover {
+			s.failingOver = &finding{reason, msg}
+		} else {
+			s.progressing(reason, msg)
+		}
+	}
+
+	now, b := r.now(), &s.mem.promotion
+	if now.Before(b.notBefore) {
+		s.problem(b.reason, b.message)
+		wait(b.reason, b.message)
+		return stopFor(b.notBefore.Sub(now)), nil
+	}
+
+	reachable, need := leadership.CountReachable(s.members), leadership.Majority(len(s.members))
+	if reachable < need {
+		msg := fmt.Sprintf("%d of %d members answer, a promotion needs a majority of %d", reachable, len(s.members), need)
+		if failover {
+			s.problem(ReasonNoQuorum, msg)
+		}
+		wait(ReasonNoQuorum, msg)
+		return stopFor(probeInterval(c)), nil
+	}
+	cand, err := leadership.ChooseCandidate(s.members, exclude)
+	if err != nil {
+		s.problem(ReasonNoCandidate, err.Error())
+		wait(ReasonNoCandidate, err.Error())
+		return stopFor(probeInterval(c)), nil
+	}
+
+	lease := &leadership.PromotionLease{
+		Reader: r.APIReader, Writer: r.Client,
+		Key:    types.NamespacedName{Namespace: c.Namespace, Name: specs.LeaseName(c)},
+		Holder: r.Identity, Duration: promotionLeaseTTL, Now: r.Now,
+	}
+	if err := lease.Acquire(ctx); err != nil {
+		if errors.Is(err, leadership.ErrLeaseHeld) {
+			wait(ReasonWaitingForLease, err.Error())
+			return stopFor(2 * time.Second), nil
+		}
+		return proceed, err
+	}
+	defer func() {
+		if err := lease.Release(context.WithoutCancel(ctx)); err != nil {
+			logger.Error(err, "releasing the promotion lease")
+		}
+	}()
+
+	epoch := leadership.NextEpoch(s.members, s.stored.Record)
+	action := "election"
+	if failover {
+		action = "failover"
+	}
+	start := fmt.Sprintf("%s: promoting %s (epoch %d, watermark %s) to epoch %d: %s",
+		action, cand.Pod, cand.Status.GetEpoch(), keyString(cand.Status.GetWatermark()), epoch, why)
+	r.event(c, corev1.EventTypeNormal, ReasonPromoting, "Promote", "%s", start)
+	wait(ReasonPromoting, start)
+	if failover {
+		// Say so before the first call: a promotion can take seconds.
+		if err := r.updateStatus(ctx, s); err != nil {
+			logger.Error(err, "recording FailingOver before the promotion")
+		}
+	}
+
+	stored, err := r.driver(c).Promote(ctx, leadership.Promotion{
+		Candidate: s.target(cand.ID), Members: s.members, Targets: s.targets, From: s.stored, Epoch: epoch,
+	})
+	if stored.Record != nil { // decided, even if the leader did not open yet
+		s.stored = stored
+		s.leaderID = int32(stored.Record.GetLeaderId())
+		c.Status.Epoch = int64(stored.Record.GetEpoch())
+		c.Status.Leader = specs.PodName(c, s.leaderID)
+	}
+	if err != nil {
+		return r.promotionFailed(s, cand, err, wait)
+	}
+
+	s.mem.promotion.reset()
+	s.mem.leaderUnhealthySince = time.Time{}
+	if err := r.moveLeaderLabel(ctx, s, cand.ID); err != nil {
+		return proceed, err
+	}
+	r.event(c, corev1.EventTypeNormal, ReasonPromoted, "Promote", "%s leads epoch %d", cand.Pod, stored.Record.GetEpoch())
+	s.failingOver = nil
+	s.progress = nil
+	s.assessment = leadership.Assessment{State: leadership.Serving, Leader: cand}
+	c.Status.Watermark = logKey(stored.Record.GetWatermark())
+	// Look again before acting on the new leader (membership, rollout).
+	return stopFor(time.Second), nil
+}
+
+func (r *Reconciler) promotionFailed(s *state, cand *leadership.Member, err error, wait func(string, string)) (outcome, error) {
+	c := s.cluster
+	if errors.Is(err, leadership.ErrSuperseded) {
+		// Another decision won the compare-and-set: not a fault, look again.
+		msg := fmt.Sprintf("a newer epoch was decided while promoting %s; re-reading the record", cand.Pod)
+		r.event(c, corev1.EventTypeNormal, ReasonSuperseded, "Decide", "%s", msg)
+		wait(ReasonSuperseded, msg)
+		return stopFor(time.Second), nil
+	}
+	reason := ReasonPromotionFailed
+	msg := fmt.Sprintf("promotion of %s failed at %s", cand.Pod, err.Error())
+	if leadership.Unimplemented(err) {
+		reason = ReasonFailoverUnsupported
+		msg = fmt.Sprintf("%s answered UNIMPLEMENTED to %s: this rolisd has no replication layer, so it cannot be elected leader; use an image with replication (the operator keeps retrying with backoff)",
+			cand.Pod, leadership.FailedStep(err))
+	}
+	backoff := s.mem.promotion.fail(r.now(), c.FailoverTimeout(), reason, msg)
+	r.event(c, corev1.EventTypeWarning, reason, "Promote", "%s; next attempt in %s", msg, backoff)
+	s.problem(reason, msg)
+	wait(reason, msg)
+	return stopFor(backoff), nil
+}
+
+// resume finishes a decided promotion whose leader has not opened yet.
+func (r *Reconciler) resume(ctx context.Context, s *state) (outcome, error) {
+	c := s.cluster
+	leader := s.assessment.Leader
+	s.failingOver = &finding{ReasonLeaderOpening, s.assessment.Reason}
+	now, b := r.now(), &s.mem.promotion
+	if now.Before(b.notBefore) {
+		s.problem(b.reason, b.message)
+		return stopFor(b.notBefore.Sub(now)), nil
+	}
+	r.event(c, corev1.EventTypeNormal, ReasonLeaderOpening, "Open", "%s", s.assessment.Reason)
+	if err := r.driver(c).Resume(ctx, s.target(leader.ID), s.targets, s.members, s.stored.Record); err != nil {
+		return r.promotionFailed(s, leader, err, func(reason, msg string) { s.failingOver = &finding{reason, msg} })
+	}
+	s.mem.promotion.reset()
+	if err := r.moveLeaderLabel(ctx, s, leader.ID); err != nil {
+		return proceed, err
+	}
+	r.event(c, corev1.EventTypeNormal, ReasonPromoted, "Open", "%s leads epoch %d", leader.Pod, s.stored.Record.GetEpoch())
+	s.failingOver = nil
+	return stopFor(time.Second), nil
+}
+
+// moveLeaderLabel puts role=leader on the leader's pod and role=follower on
+// every other member: followers first, so that two pods never carry the
+// leader label at once (for a moment none does). Clients of a deposed
+// leader that still reach it are refused by the epoch fence, not by the
+// label.
+func (r *Reconciler) moveLeaderLabel(ctx context.Context, s *state, leaderID int32) error {
+	var leaderPod *corev1.Pod
+	for id, p := range s.pods {
+		if id == leaderID {
+			leaderPod = p
+			continue
+		}
+		if err := r.setRole(ctx, p, specs.RoleFollower); err != nil {
+			return err
+		}
+	}
+	if leaderPod == nil {
+		return nil
+	}
+	if leaderPod.Labels[specs.LabelRole] != specs.RoleLeader {
+		r.event(s.cluster, corev1.EventTypeNormal, ReasonLeaderLabelMoved, "Label",
+			"%s=%s moved to %s", specs.LabelRole, specs.RoleLeader, leaderPod.Name)
+	}
+	return r.setRole(ctx, leaderPod, specs.RoleLeader)
+}
+
+func (r *Reconciler) setRole(ctx context.Context, p *corev1.Pod, role string) error {
+	if p.Labels[specs.LabelRole] == role {
+		return nil
+	}
+	patch := client.MergeFrom(p.DeepCopy())
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[specs.LabelRole] = role
+	return client.IgnoreNotFound(r.Patch(ctx, p, patch))
+}
+
+func logKey(k *rolisv1.LogKey) *dbv1.LogKey {
+	if k == nil {
+		return nil
+	}
+	return &dbv1.LogKey{Epoch: int64(k.GetEpoch()), TS: int64(k.GetTs())}
+}
+
+func keyString(k *rolisv1.LogKey) string {
+	return fmt.Sprintf("(%d,%d)", k.GetEpoch(), k.GetTs())
+}

@@ -1,0 +1,58 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/leadership"
+	"github.com/rolisdb/rolis/controllers/specs"
+)
+
+// probeMembers asks every member for its Status through the admin API. A
+// member that does not answer is recorded with the reason; probing never
+// fails the reconcile.
+func (r *Reconciler) probeMembers(ctx context.Context, s *state) (outcome, error) {
+	c := s.cluster
+	ids := specs.MemberIDs(s.replicas)
+	base := make([]leadership.Member, len(ids))
+	s.targets = make([]leadership.Target, len(ids))
+	ready := int32(0)
+	for i, id := range ids {
+		p := s.pods[id]
+		base[i] = leadership.Member{ID: id, Pod: specs.PodName(c, id)}
+		s.targets[i] = leadership.Target{Cluster: c, ID: id, Pod: p}
+		if p == nil {
+			continue
+		}
+		base[i].PodExists = true
+		base[i].Deleting = !p.DeletionTimestamp.IsZero()
+		base[i].Ready = podReady(p)
+		base[i].Outdated = podOutdated(s.sts, p)
+		if base[i].Ready {
+			ready++
+		}
+	}
+	s.members = leadership.Probe(ctx, r.Dialer, s.targets, base, r.Timeouts)
+	s.probed = true
+
+	c.Status.ReadyReplicas = ready
+	c.Status.Members = make([]dbv1.MemberStatus, 0, len(s.members))
+	for i := range s.members {
+		m := &s.members[i]
+		ms := dbv1.MemberStatus{Name: m.Pod, ID: m.ID, Role: m.RoleName(), Healthy: m.Healthy()}
+		if m.Reachable() {
+			ms.Epoch = int64(m.Status.GetEpoch())
+			ms.Watermark = logKey(m.Status.GetWatermark())
+		} else {
+			ms.Message = leadership.ShortError(m.Err)
+		}
+		c.Status.Members = append(c.Status.Members, ms)
+	}
+	return proceed, nil
+}
