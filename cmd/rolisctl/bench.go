@@ -99,9 +99,9 @@ stderr each second; a warm-up of --warmup seconds is not measured.`,
 	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: ycsbpp")
 	f.Float64Var(&o.seconds, "seconds", 10, "measured duration in seconds")
 	f.Float64Var(&o.warmup, "warmup", 1, "unmeasured warm-up in seconds before the measurement")
-	f.IntVar(&o.concurrency, "concurrency", 4, "goroutines (unary) or streams (pipelined)")
-	f.IntVar(&o.pipeline, "pipeline", 32, "transactions in flight per stream; 0 = unary Execute calls")
-	f.IntVar(&o.conns, "conns", 0, "HTTP/2 connections (0 = one per 2 streams, or 4 for unary)")
+	f.IntVar(&o.concurrency, "concurrency", 0, "streams (pipelined) or goroutines (unary); 0 = 1 stream, or 16 goroutines")
+	f.IntVar(&o.pipeline, "pipeline", 64, "transactions in flight per stream; 0 = unary Execute calls")
+	f.IntVar(&o.conns, "conns", 0, "HTTP/2 connections (0 = one per 2 streams; unary: min(concurrency, 4))")
 	f.Uint64Var(&o.keys, "keys", 1000000, "records")
 	f.IntVar(&o.valueSize, "value-size", 8, "bytes per value")
 	f.Float64Var(&o.readRatio, "read-ratio", 0.5, "share of read-only transactions")
@@ -224,7 +224,13 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	if o.workload != "ycsbpp" {
 		return fmt.Errorf("bench: unknown workload %q (ycsbpp)", o.workload)
 	}
-	if o.concurrency <= 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 {
+	if o.concurrency == 0 {
+		o.concurrency = 1
+		if o.pipeline == 0 {
+			o.concurrency = 16
+		}
+	}
+	if o.concurrency < 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 {
 		return errors.New("bench: --concurrency, --seconds and --keys must be positive")
 	}
 	if o.rmw != "oneshot" && o.rmw != "putif" {
