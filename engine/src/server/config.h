@@ -1,0 +1,93 @@
+// Configuration of rolisd: every setting is a flag with an environment
+// variable (ROLISD_<FLAG>) and a default. ParseConfig is pure (no logging, no
+// exit) so tests can drive it; rolisd's main prints the help or error.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rolis::server {
+
+struct Peer {
+  uint32_t id = 0;
+  std::string address;  // replication address host:port
+};
+
+enum class LogFormat { kText, kJson };
+enum class Election { kNone, kBuiltin };
+
+struct ServerConfig {
+  // Network.
+  std::string listen = "0.0.0.0:7070";          // client API (rolis.v1.Rolis + health)
+  std::string admin_listen = "0.0.0.0:7071";    // admin API (rolis.v1.Admin + health)
+  std::string metrics_listen = "0.0.0.0:7072";  // HTTP /metrics /healthz /readyz
+  std::string advertise_address;                // client address others redirect to; default: listen
+
+  // Membership (replication issue; stored and validated only for now).
+  uint32_t id = 0;
+  std::vector<Peer> peers;
+  Election election = Election::kNone;
+
+  // Engine.
+  uint32_t worker_threads = 0;  // 0 before Finalize: number of CPUs
+  std::vector<std::string> tables = {"kv"};
+  uint32_t epoch_period_ms = 40;
+
+  // Transactions.
+  std::chrono::milliseconds txn_idle_timeout{30000};
+  std::chrono::milliseconds max_txn_idle_timeout{600000};
+  uint32_t execute_retries = 5;      // server-side retries of a one-shot txn (request max_retries = 0)
+  uint32_t max_execute_retries = 50; // cap on a request's max_retries
+
+  // Limits.
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = 64 * 1024;
+  uint32_t max_ops_per_txn = 10000;
+  uint32_t max_open_txns = 10000;
+  uint32_t max_scan_limit = 10000;
+  size_t max_message_bytes = 4 * 1024 * 1024;
+  uint32_t max_stream_inflight = 1024;  // pending responses per ExecuteStream
+
+  // TLS (client and admin ports). Plaintext when tls_cert is empty.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;  // when set: mutual TLS, client certificates required and verified
+  std::chrono::seconds tls_refresh_interval{60};
+
+  // Process.
+  std::chrono::milliseconds shutdown_grace{10000};
+  LogFormat log_format = LogFormat::kText;
+  std::string log_level = "info";
+
+  bool replicated() const { return !peers.empty(); }
+  // The client address of this node as given to clients in redirects.
+  std::string ClientAddress() const;
+  // One line with every setting, for the startup log.
+  std::string Summary() const;
+};
+
+struct ParseResult {
+  enum class Kind { kOk, kHelp, kError };
+  Kind kind = Kind::kOk;
+  int exit_code = 0;
+  std::string message;  // help text or error
+  ServerConfig config;
+};
+
+// Parses argv (and ROLISD_* environment variables; a flag wins over its
+// variable), applies defaults and validates the combination.
+ParseResult ParseConfig(int argc, const char* const* argv);
+
+// Exposed for tests.
+std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text);
+std::optional<size_t> ParseByteSize(const std::string& text);
+// "1=host:port,2=host:port"; error text in *error when it returns nullopt.
+std::optional<std::vector<Peer>> ParsePeers(const std::string& text, std::string* error);
+// host:port with a numeric port 0..65535 (host may be [v6]).
+bool ValidHostPort(const std::string& address);
+
+}  // namespace rolis::server

@@ -1,0 +1,103 @@
+#include "server/logging.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <map>
+#include <mutex>
+
+namespace rolis::server {
+namespace {
+
+// One JSON object a line: {"ts":"2026-01-02T03:04:05.678901Z","level":"info","msg":"..."}
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(msg.time.time_since_epoch()).count();
+    std::time_t secs = static_cast<std::time_t>(us / 1000000);
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    auto level = spdlog::level::to_string_view(msg.level);
+    fmt::format_to(std::back_inserter(dest),
+                   "{{\"ts\":\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z\",\"level\":\"{}\",\"logger\":\"rolisd\","
+                   "\"msg\":\"{}\"}}\n",
+                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000,
+                   std::string_view(level.data(), level.size()),
+                   JsonEscape(std::string_view(msg.payload.data(), msg.payload.size())));
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
+};
+
+struct ErrorClassState {
+  std::chrono::steady_clock::time_point last{};
+  uint64_t suppressed = 0;
+  bool logged = false;
+};
+
+std::mutex g_error_mu;
+std::map<std::string, ErrorClassState, std::less<>> g_error_classes;
+
+}  // namespace
+
+std::string JsonEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+bool SetupLogging(LogFormat format, const std::string& level) {
+  auto lvl = spdlog::level::from_str(level);
+  if (lvl == spdlog::level::off && level != "off") return false;
+  auto logger = std::make_shared<spdlog::logger>("rolisd", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  if (format == LogFormat::kJson) {
+    logger->set_formatter(std::make_unique<JsonFormatter>());
+  } else {
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);
+  }
+  logger->set_level(lvl);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+  return true;
+}
+
+void LogErrorClass(std::string_view error_class, std::string_view message, std::chrono::seconds interval) {
+  auto now = std::chrono::steady_clock::now();
+  uint64_t suppressed = 0;
+  {
+    std::lock_guard<std::mutex> g(g_error_mu);
+    auto it = g_error_classes.find(error_class);
+    if (it == g_error_classes.end()) it = g_error_classes.emplace(std::string(error_class), ErrorClassState{}).first;
+    ErrorClassState& st = it->second;
+    if (st.logged && now - st.last < interval) {
+      st.suppressed++;
+      return;
+    }
+    suppressed = st.suppressed;
+    st.suppressed = 0;
+    st.last = now;
+    st.logged = true;
+  }
+  if (suppressed > 0) {
+    spdlog::warn("{}: {} ({} more since the last report)", error_class, message, suppressed);
+  } else {
+    spdlog::warn("{}: {}", error_class, message);
+  }
+}
+
+}  // namespace rolis::server

@@ -1,0 +1,29 @@
+// Logging of rolisd (spdlog): text or JSON lines on stderr. No per-request
+// line at info level; errors are reported once per class and interval
+// (LogErrorClass), with the number suppressed since the last line.
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "server/config.h"
+
+namespace rolis::server {
+
+// Installs the default logger. Returns false (and leaves the logger as is)
+// for an unknown level.
+bool SetupLogging(LogFormat format, const std::string& level);
+
+// JSON-escapes `s` (for the JSON formatter; exposed for tests).
+std::string JsonEscape(std::string_view s);
+
+// Logs `message` at warn level under `error_class` at most once per
+// `interval` per class; later occurrences within it are counted and reported
+// with the next line of that class.
+void LogErrorClass(std::string_view error_class, std::string_view message,
+                   std::chrono::seconds interval = std::chrono::seconds(60));
+
+}  // namespace rolis::server

@@ -1,0 +1,59 @@
+// rolisd: the Rolis database server. See docs/operations.md ("rolisd").
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "rolis/db.h"
+#include "server/config.h"
+#include "server/logging.h"
+#include "server/server.h"
+
+int main(int argc, char** argv) {
+  using rolis::server::ParseResult;
+  ParseResult parsed = rolis::server::ParseConfig(argc, argv);
+  if (parsed.kind == ParseResult::Kind::kHelp) {
+    std::fputs(parsed.message.c_str(), stdout);
+    return 0;
+  }
+  if (parsed.kind == ParseResult::Kind::kError) {
+    std::fprintf(stderr, "rolisd: %s\nRun rolisd --help for the flags.\n", parsed.message.c_str());
+    return parsed.exit_code;
+  }
+  const rolis::server::ServerConfig& config = parsed.config;
+  if (!rolis::server::SetupLogging(config.log_format, config.log_level)) {
+    std::fprintf(stderr, "rolisd: bad --log-level %s\n", config.log_level.c_str());
+    return 2;
+  }
+
+  // Signals are taken by sigwait below: block them before any thread starts
+  // so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  spdlog::info("rolisd {} starting: {}", rolis::server::Version(), config.Summary());
+  rolis::server::RolisServer server(config,
+                                    [](const rolis::Options& o) { return rolis::Database::Open(o); });
+  rolis::Status s = server.Start();
+  if (!s.ok()) {
+    spdlog::error("startup failed: {}", s.message());
+    server.Shutdown(std::chrono::milliseconds(0));
+    return 1;
+  }
+  spdlog::info("serving: client {} (port {}), admin {} (port {}), metrics http {} (port {}), role {}, {} workers",
+               config.listen, server.client_port(), config.admin_listen, server.admin_port(), config.metrics_listen,
+               server.metrics_port(), config.replicated() ? "follower (replication not in this build)" : "standalone",
+               server.node()->workers());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("{} received: shutting down (grace {} ms)", strsignal(sig), config.shutdown_grace.count());
+  server.Shutdown(config.shutdown_grace);
+  spdlog::info("stopped: {} transactions committed", server.metrics()->commits());
+  return 0;
+}

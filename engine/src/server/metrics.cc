@@ -1,0 +1,249 @@
+#include "server/metrics.h"
+
+#include <prometheus/text_serializer.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+namespace rolis::server {
+namespace {
+
+constexpr const char* kCodeNames[Metrics::kCodes] = {
+    "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+    "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",
+    "OUT_OF_RANGE", "UNIMPLEMENTED",    "INTERNAL",          "UNAVAILABLE",      "DATA_LOSS",
+    "UNAUTHENTICATED"};
+
+constexpr const char* kRoles[] = {"standalone", "leader", "follower", "candidate", "catching_up"};
+
+prometheus::MetricFamily Family(std::string name, std::string help, prometheus::MetricType type) {
+  prometheus::MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+prometheus::ClientMetric Gauge(double v, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = v;
+  return m;
+}
+
+prometheus::ClientMetric Counter(double v, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = v;
+  return m;
+}
+
+}  // namespace
+
+std::string_view MethodName(Method m) {
+  static constexpr std::string_view kNames[] = {
+      "Begin",  "Get",           "Scan",   "Put",            "Delete",      "Commit",
+      "Abort",  "Execute",       "ExecuteStream",            "Status",      "PrepareFailover",
+      "DecideEpoch", "OpenEpoch", "AnnounceLeader",          "ChangeMembership"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Method::kCount));
+  return kNames[static_cast<int>(m)];
+}
+
+std::string_view AbortReasonName(AbortReason r) {
+  static constexpr std::string_view kNames[] = {"conflict", "condition", "client", "expired", "error", "shutdown"};
+  static_assert(std::size(kNames) == static_cast<size_t>(AbortReason::kCount));
+  return kNames[static_cast<int>(r)];
+}
+
+Metrics::Metrics(std::string version)
+    : version_(std::move(version)), start_(std::chrono::system_clock::now()), shards_(new Shard[kShards]) {}
+
+Metrics::Shard& Metrics::MyShard() {
+  static std::atomic<uint32_t> next{0};
+  thread_local uint32_t index = next.fetch_add(1, std::memory_order_relaxed) % kShards;
+  return shards_[index];
+}
+
+void Metrics::CountRequest(Method m, int code) {
+  if (code < 0 || code >= kCodes) code = 2;  // UNKNOWN
+  MyShard().requests[static_cast<int>(m)][code].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Metrics::CountCommit() { MyShard().commits.fetch_add(1, std::memory_order_relaxed); }
+
+void Metrics::CountAbort(AbortReason r) {
+  MyShard().aborts[static_cast<int>(r)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Metrics::ObserveLatency(LatencyApi api, std::chrono::nanoseconds d) {
+  double s = std::chrono::duration<double>(d).count();
+  size_t b = 0;
+  while (b < kBuckets.size() && s > kBuckets[b]) b++;
+  Shard& sh = MyShard();
+  int a = static_cast<int>(api);
+  sh.buckets[a][b].fetch_add(1, std::memory_order_relaxed);
+  sh.latency_sum_ns[a].fetch_add(static_cast<uint64_t>(std::max<int64_t>(0, d.count())), std::memory_order_relaxed);
+}
+
+void Metrics::AddInflight(int64_t delta) { MyShard().inflight.fetch_add(delta, std::memory_order_relaxed); }
+
+uint64_t Metrics::commits() const {
+  uint64_t n = 0;
+  for (int i = 0; i < kShards; i++) n += shards_[i].commits.load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t Metrics::aborts(AbortReason r) const {
+  uint64_t n = 0;
+  for (int i = 0; i < kShards; i++) n += shards_[i].aborts[static_cast<int>(r)].load(std::memory_order_relaxed);
+  return n;
+}
+
+uint64_t Metrics::requests(Method m, int code) const {
+  uint64_t n = 0;
+  for (int i = 0; i < kShards; i++) {
+    n += shards_[i].requests[static_cast<int>(m)][code].load(std::memory_order_relaxed);
+  }
+  return n;
+}
+
+int64_t Metrics::inflight() const {
+  int64_t n = 0;
+  for (int i = 0; i < kShards; i++) n += shards_[i].inflight.load(std::memory_order_relaxed);
+  return n;
+}
+
+std::vector<prometheus::MetricFamily> Metrics::Collect() const {
+  using prometheus::MetricType;
+  std::vector<prometheus::MetricFamily> out;
+
+  auto commits_f = Family("rolis_commits_total", "Transactions committed (one-shot and interactive, read-only included).",
+                          MetricType::Counter);
+  commits_f.metric.push_back(Counter(static_cast<double>(commits())));
+  out.push_back(std::move(commits_f));
+
+  auto aborts_f = Family("rolis_aborts_total", "Transactions or attempts that ended without committing, by reason.",
+                         MetricType::Counter);
+  for (int r = 0; r < static_cast<int>(AbortReason::kCount); r++) {
+    aborts_f.metric.push_back(Counter(static_cast<double>(aborts(static_cast<AbortReason>(r))),
+                                      {{"reason", std::string(AbortReasonName(static_cast<AbortReason>(r)))}}));
+  }
+  out.push_back(std::move(aborts_f));
+
+  auto lat = Family("rolis_txn_latency_seconds",
+                    "Transaction latency: execute = one-shot request to reply (retries included); "
+                    "commit = interactive Begin to Commit reply.",
+                    MetricType::Histogram);
+  for (int a = 0; a < static_cast<int>(LatencyApi::kCount); a++) {
+    prometheus::ClientMetric m;
+    m.label = {{"api", a == 0 ? "execute" : "commit"}};
+    uint64_t cum = 0, sum_ns = 0;
+    for (int i = 0; i < kShards; i++) sum_ns += shards_[i].latency_sum_ns[a].load(std::memory_order_relaxed);
+    for (size_t b = 0; b <= kBuckets.size(); b++) {
+      for (int i = 0; i < kShards; i++) cum += shards_[i].buckets[a][b].load(std::memory_order_relaxed);
+      prometheus::ClientMetric::Bucket bucket;
+      bucket.cumulative_count = cum;
+      bucket.upper_bound = b < kBuckets.size() ? kBuckets[b] : std::numeric_limits<double>::infinity();
+      m.histogram.bucket.push_back(bucket);
+    }
+    m.histogram.sample_count = cum;
+    m.histogram.sample_sum = static_cast<double>(sum_ns) / 1e9;
+    lat.metric.push_back(std::move(m));
+  }
+  out.push_back(std::move(lat));
+
+  auto req = Family("rolis_requests_total", "gRPC requests by method and status code (ExecuteStream: per message).",
+                    MetricType::Counter);
+  for (int m = 0; m < static_cast<int>(Method::kCount); m++) {
+    for (int c = 0; c < kCodes; c++) {
+      uint64_t n = requests(static_cast<Method>(m), c);
+      // Always show OK so every method appears; other codes once they occur.
+      if (n == 0 && c != 0) continue;
+      req.metric.push_back(Counter(static_cast<double>(n), {{"code", kCodeNames[c]},
+                                                             {"method", std::string(MethodName(static_cast<Method>(m)))}}));
+    }
+  }
+  out.push_back(std::move(req));
+
+  auto inflight_f = Family("rolis_inflight_txns", "One-shot transactions being executed or waiting for the watermark.",
+                           MetricType::Gauge);
+  inflight_f.metric.push_back(Gauge(static_cast<double>(std::max<int64_t>(0, inflight()))));
+  out.push_back(std::move(inflight_f));
+
+  GaugeValues g;
+  if (gauge_source_) g = gauge_source_();
+
+  auto open_f = Family("rolis_open_txns", "Open interactive transactions.", MetricType::Gauge);
+  open_f.metric.push_back(Gauge(static_cast<double>(g.open_txns)));
+  out.push_back(std::move(open_f));
+
+  auto mem = Family("rolis_memory_bytes", "Resident set size of the process.", MetricType::Gauge);
+  mem.metric.push_back(Gauge(static_cast<double>(g.memory_bytes)));
+  out.push_back(std::move(mem));
+
+  auto role = Family("rolis_role", "1 for the role this member is in, 0 for the others.", MetricType::Gauge);
+  for (const char* r : kRoles) role.metric.push_back(Gauge(g.role == r ? 1.0 : 0.0, {{"role", r}}));
+  out.push_back(std::move(role));
+
+  auto epoch = Family("rolis_epoch", "Replication epoch this member is in.", MetricType::Gauge);
+  epoch.metric.push_back(Gauge(static_cast<double>(g.epoch)));
+  out.push_back(std::move(epoch));
+
+  auto wm = Family("rolis_watermark_ts", "Commit watermark G (timestamp part of the key).", MetricType::Gauge);
+  wm.metric.push_back(Gauge(static_cast<double>(g.watermark_ts)));
+  out.push_back(std::move(wm));
+
+  auto streams = Family("rolis_stream_committed_ts",
+                        "Per worker stream: timestamp of the last committed (majority-accepted) batch.",
+                        MetricType::Gauge);
+  for (size_t s = 0; s < g.stream_committed_ts.size(); s++) {
+    streams.metric.push_back(Gauge(static_cast<double>(g.stream_committed_ts[s]), {{"stream", std::to_string(s)}}));
+  }
+  out.push_back(std::move(streams));
+
+  auto workers = Family("rolis_worker_threads", "Engine workers (= replication streams).", MetricType::Gauge);
+  workers.metric.push_back(Gauge(g.worker_threads));
+  out.push_back(std::move(workers));
+
+  auto live = Family("rolis_engine_live_records", "Records in the engine's tables.", MetricType::Gauge);
+  live.metric.push_back(Gauge(static_cast<double>(g.engine_live_records)));
+  out.push_back(std::move(live));
+  auto versions = Family("rolis_engine_live_versions", "Record versions not yet reclaimed.", MetricType::Gauge);
+  versions.metric.push_back(Gauge(static_cast<double>(g.engine_live_versions)));
+  out.push_back(std::move(versions));
+  auto eepoch = Family("rolis_engine_epoch", "The engine's current snapshot epoch counter.", MetricType::Gauge);
+  eepoch.metric.push_back(Gauge(static_cast<double>(g.engine_epoch)));
+  out.push_back(std::move(eepoch));
+
+  auto build = Family("rolis_build_info", "Always 1; the version label is the build's version.", MetricType::Gauge);
+  build.metric.push_back(Gauge(1, {{"version", version_}}));
+  out.push_back(std::move(build));
+
+  auto start = Family("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.",
+                      MetricType::Gauge);
+  start.metric.push_back(
+      Gauge(std::chrono::duration<double>(start_.time_since_epoch()).count()));
+  out.push_back(std::move(start));
+  return out;
+}
+
+std::string Metrics::Serialize() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, Collect());
+  return out.str();
+}
+
+uint64_t ResidentBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  unsigned long size = 0, resident = 0;
+  int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace rolis::server

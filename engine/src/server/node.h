@@ -1,0 +1,148 @@
+// Node: the transactional front of one rolisd member, independent of the
+// network. It validates requests, runs one-shot and interactive transactions
+// on the engine's Workers, enforces limits, checks the role at every write
+// entry point and reaps idle interactive transactions. The gRPC services
+// (service.h) are thin adapters over it; tests drive it directly.
+//
+// Every method returns a gRPC status with the codes of client.proto:
+//   INVALID_ARGUMENT    malformed/oversized input, unknown table (nothing changed)
+//   NOT_FOUND           unknown or expired transaction id
+//   ABORTED             OCC conflict (retry the whole transaction)
+//   RESOURCE_EXHAUSTED  too many open transactions, too many ops in one
+//   FAILED_PRECONDITION a write reached a follower (ctx.leader is set), or a
+//                       write in a read-only transaction
+//   UNAVAILABLE         no leader open for writes, or shutting down
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rolis/db.h"
+#include "rolis/v1/client.pb.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/replicator.h"
+#include "server/txn_table.h"
+#include "server/worker_pool.h"
+
+namespace rolis::server {
+
+// Outputs of a call besides its response message.
+struct CallContext {
+  std::string leader;      // set with FAILED_PRECONDITION: the leader's client address ("rolis-leader")
+  uint64_t commit_ts = 0;  // a read-write transaction committed at this ts: wait for the watermark
+  Clock::time_point begin_time{};  // Commit: when the transaction began (latency)
+};
+
+struct NodeOptions {
+  // Limits and timeouts (see ServerConfig).
+  size_t max_key_bytes = 1024;
+  size_t max_value_bytes = 64 * 1024;
+  uint32_t max_ops_per_txn = 10000;
+  uint32_t max_open_txns = 10000;
+  uint32_t max_scan_limit = 10000;
+  uint32_t default_scan_limit = 1000;
+  size_t max_response_bytes = 4 * 1024 * 1024;
+  Clock::duration txn_idle_timeout = std::chrono::seconds(30);
+  Clock::duration max_txn_idle_timeout = std::chrono::minutes(10);
+  uint32_t execute_retries = 5;
+  uint32_t max_execute_retries = 50;
+  // How often the reaper looks for idle transactions and quiesces idle workers.
+  Clock::duration reaper_period = std::chrono::milliseconds(100);
+  std::vector<std::string> tables = {"kv"};
+
+  static NodeOptions FromConfig(const ServerConfig& c);
+};
+
+class Node {
+ public:
+  // `db`, `replicator` and `metrics` are not owned and must outlive the Node.
+  // The replicator must be the engine's commit hook.
+  Node(NodeOptions options, Database* db, Replicator* replicator, Metrics* metrics);
+  ~Node();
+
+  // Creates the tables, registers one Worker per stream, probes whether the
+  // engine allows several open transactions per Worker, starts the reaper.
+  Status Start(uint32_t workers);
+  // Aborts every open interactive transaction (reason shutdown) and stops
+  // the reaper. New calls get UNAVAILABLE once BeginDrain was called.
+  void BeginDrain() { draining_.store(true); }
+  bool draining() const { return draining_.load(std::memory_order_relaxed); }
+  void Stop();
+
+  grpc::Status Execute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, CallContext* ctx);
+
+  grpc::Status Begin(const v1::BeginRequest& req, v1::BeginResponse* resp, CallContext* ctx);
+  grpc::Status Get(const v1::GetRequest& req, v1::GetResponse* resp, CallContext* ctx);
+  grpc::Status Scan(const v1::ScanRequest& req, v1::ScanResponse* resp, CallContext* ctx);
+  grpc::Status Put(const v1::PutRequest& req, v1::PutResponse* resp, CallContext* ctx);
+  grpc::Status Delete(const v1::DeleteRequest& req, v1::DeleteResponse* resp, CallContext* ctx);
+  grpc::Status Commit(const v1::CommitRequest& req, v1::CommitResponse* resp, CallContext* ctx);
+  grpc::Status Abort(const v1::AbortRequest& req, v1::AbortResponse* resp, CallContext* ctx);
+
+  // Aborts transactions idle past their timeout; returns how many. Runs on
+  // the reaper thread every reaper_period; exposed for tests.
+  size_t ReapExpired(Clock::time_point now);
+
+  int64_t open_txns() const { return txns_.size(); }
+  size_t workers() const { return pool_ ? pool_->size() : 0; }
+  // False when the engine allows only one open transaction per Worker; then
+  // interactive transactions each reserve a whole Worker (see DESIGN notes
+  // in docs/operations.md).
+  bool multi_txn_workers() const { return multi_txn_; }
+  const NodeOptions& options() const { return options_; }
+
+ private:
+  struct ResolvedTable {
+    Table* table = nullptr;
+  };
+  Table* ResolveTable(const std::string& name, grpc::Status* st) const;
+  grpc::Status CheckKey(const std::string& key, const char* what) const;
+  grpc::Status CheckValue(const std::string& value, const char* what) const;
+  grpc::Status CheckWritable(CallContext* ctx) const;
+  grpc::Status ValidateExecute(const v1::ExecuteRequest& req, std::vector<Table*>* tables, bool* writes) const;
+
+  // One attempt of a one-shot transaction on a locked worker. Returns the
+  // engine's status (kAborted: retry); sets *condition_failed.
+  Status RunOnce(Worker* worker, const v1::ExecuteRequest& req, const std::vector<Table*>& tables,
+                 v1::ExecuteResponse* resp, bool* condition_failed, uint64_t* commit_ts, grpc::Status* final);
+
+  // Looks up an open transaction and locks its worker. On success *lock holds
+  // the worker lock and the transaction is live (not finished, not expired).
+  grpc::Status Acquire(uint64_t txn_id, std::shared_ptr<OpenTxn>* txn, std::unique_lock<std::mutex>* lock);
+  // Ends an open transaction whose worker lock is held: aborts it in the
+  // engine unless committed, removes it from the table.
+  void Finish(OpenTxn* txn, bool abort, AbortReason reason);
+
+  void ReaperLoop();
+
+  NodeOptions options_;
+  Database* db_;
+  Replicator* replicator_;
+  Metrics* metrics_;
+  std::unique_ptr<WorkerPool> pool_;
+  TxnTable txns_;
+  Table* default_table_ = nullptr;
+  std::map<std::string, Table*, std::less<>> tables_;
+  bool multi_txn_ = true;
+  std::atomic<bool> draining_{false};
+
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool stop_reaper_ = false;
+  std::thread reaper_;
+};
+
+// Engine status to gRPC status (kNotFound maps to NOT_FOUND; callers handle
+// "absent key" before calling this).
+grpc::Status ToGrpc(const Status& s);
+
+}  // namespace rolis::server

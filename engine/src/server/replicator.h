@@ -1,0 +1,134 @@
+// The seam between the server and replication. The server
+//   - installs the Replicator as the engine's CommitHook (every committed
+//     read-write transaction's write set reaches OnCommit on its worker),
+//   - asks role() at every write entry point (a follower redirects writes),
+//   - before replying to a committed read-write transaction, waits until the
+//     commit watermark G has passed the transaction's key (AwaitWatermark),
+//   - fills the admin Status from it and forwards the failover RPCs to it.
+// StandaloneReplicator is the single-node implementation: the watermark is
+// immediate, every failover RPC is UNIMPLEMENTED. The replication issue adds
+// a MultiPaxos implementation behind the same interface.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "rolis/db.h"
+#include "rolis/v1/admin.pb.h"
+
+namespace rolis::server {
+
+enum class Role { kStandalone, kLeader, kFollower, kCandidate, kCatchingUp };
+const char* RoleName(Role r);  // lower case, as in the rolis_role metric
+v1::Role RoleProto(Role r);
+
+// Notified once the watermark has passed a transaction's key, or with a
+// non-OK status (UNAVAILABLE) if this member stopped leading before that (the
+// transaction's outcome is then unknown to the client).
+class WatermarkWaiter {
+ public:
+  virtual ~WatermarkWaiter() = default;
+  virtual void OnWatermark(const grpc::Status& status) = 0;
+};
+
+class Replicator : public CommitHook {
+ public:
+  ~Replicator() override = default;
+
+  // Maps the engine's WorkerId of stream `stream` (0 .. streams-1). Called
+  // for every worker before serving.
+  virtual void RegisterStream(WorkerId worker, uint32_t stream) = 0;
+  virtual void Start() {}
+  virtual void Stop() {}
+
+  virtual Role role() const = 0;
+  virtual uint64_t epoch() const = 0;
+  // Client address of the current leader ("" when unknown); sent to clients
+  // in the "rolis-leader" trailer when a write reaches a follower.
+  virtual std::string leader_client_address() const = 0;
+  // True when writes may be served (standalone, or leader open in its epoch).
+  bool writable() const {
+    Role r = role();
+    return r == Role::kStandalone || r == Role::kLeader;
+  }
+
+  // True when the watermark already covers (epoch(), commit_ts): the caller
+  // replies at once (the hot path; no allocation).
+  virtual bool WatermarkCovers(uint64_t commit_ts) const = 0;
+  // Returns true when the watermark covers commit_ts now (`waiter` is not
+  // used). Otherwise `waiter` is called later, exactly once, from another
+  // thread; it must stay alive until then.
+  virtual bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) = 0;
+
+  // Role, epoch, watermark, streams, members, decided record, leader.
+  virtual void FillStatus(v1::StatusResponse* out) const = 0;
+
+  // Admin failover and membership calls (see admin.proto).
+  virtual grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) = 0;
+  virtual grpc::Status DecideEpoch(const v1::DecideEpochRequest& req, v1::DecideEpochResponse* resp) = 0;
+  virtual grpc::Status OpenEpoch(const v1::OpenEpochRequest& req, v1::OpenEpochResponse* resp) = 0;
+  virtual grpc::Status AnnounceLeader(const v1::AnnounceLeaderRequest& req, v1::AnnounceLeaderResponse* resp) = 0;
+  virtual grpc::Status ChangeMembership(const v1::ChangeMembershipRequest& req,
+                                        v1::ChangeMembershipResponse* resp) = 0;
+};
+
+// A single node without replication. With no peers it is STANDALONE, epoch 1:
+// a transaction is durable (in memory) once committed, so the watermark is
+// the largest commit timestamp seen and AwaitWatermark returns true at once.
+//
+// When peers are configured but this build has no replication layer yet, it
+// reports FOLLOWER with no known leader: writes get UNAVAILABLE (never a
+// split brain of several nodes each accepting writes alone).
+class StandaloneReplicator final : public Replicator {
+ public:
+  struct Options {
+    uint32_t id = 1;
+    std::string client_address;  // this node's client address
+    std::vector<v1::Member> members;
+    bool peers_configured = false;
+    uint32_t streams = 1;
+  };
+  explicit StandaloneReplicator(Options options);
+
+  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override;
+  void RegisterStream(WorkerId worker, uint32_t stream) override;
+
+  Role role() const override { return options_.peers_configured ? Role::kFollower : Role::kStandalone; }
+  uint64_t epoch() const override { return options_.peers_configured ? 0 : 1; }
+  std::string leader_client_address() const override {
+    return options_.peers_configured ? "" : options_.client_address;
+  }
+  bool WatermarkCovers(uint64_t commit_ts) const override { return true; }
+  bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) override { return true; }
+
+  uint64_t watermark_ts() const;
+  std::vector<uint64_t> stream_committed_ts() const;
+
+  void FillStatus(v1::StatusResponse* out) const override;
+  grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) override;
+  grpc::Status DecideEpoch(const v1::DecideEpochRequest& req, v1::DecideEpochResponse* resp) override;
+  grpc::Status OpenEpoch(const v1::OpenEpochRequest& req, v1::OpenEpochResponse* resp) override;
+  grpc::Status AnnounceLeader(const v1::AnnounceLeaderRequest& req, v1::AnnounceLeaderResponse* resp) override;
+  grpc::Status ChangeMembership(const v1::ChangeMembershipRequest& req, v1::ChangeMembershipResponse* resp) override;
+
+ private:
+  static constexpr size_t kMaxWorkerIds = 1024;
+  struct alignas(64) StreamState {
+    std::atomic<uint64_t> committed_ts{0};
+    std::atomic<uint64_t> txns{0};
+  };
+  StreamState& StreamOf(WorkerId worker);
+
+  Options options_;
+  std::unique_ptr<StreamState[]> streams_;
+  std::array<std::atomic<uint32_t>, kMaxWorkerIds> stream_of_worker_{};
+};
+
+}  // namespace rolis::server

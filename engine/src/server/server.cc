@@ -1,0 +1,219 @@
+#include "server/server.h"
+
+#include <fmt/format.h>
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+
+#ifndef ROLIS_VERSION
+#define ROLIS_VERSION "0.0.0-dev"
+#endif
+
+namespace rolis::server {
+
+const char* Version() { return ROLIS_VERSION; }
+
+namespace {
+
+bool Readable(const std::string& path) {
+  std::ifstream f(path);
+  return f.good();
+}
+
+std::string GrpcAddress(const std::string& address) {
+  // gRPC understands host:port, [v6]:port and 0.0.0.0:port as they are.
+  return address;
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const ServerConfig& c, std::string* error) {
+  if (c.tls_cert.empty()) return grpc::InsecureServerCredentials();
+  for (const std::string* f : {&c.tls_cert, &c.tls_key}) {
+    if (!Readable(*f)) {
+      *error = fmt::format("TLS file {} cannot be read", *f);
+      return nullptr;
+    }
+  }
+  if (!c.tls_ca.empty() && !Readable(c.tls_ca)) {
+    *error = fmt::format("TLS CA file {} cannot be read", c.tls_ca);
+    return nullptr;
+  }
+  // The provider re-reads the files every refresh interval, so certificates
+  // rotated in place (cert-manager secrets) are picked up without a restart.
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      c.tls_key, c.tls_cert, c.tls_ca, static_cast<unsigned>(c.tls_refresh_interval.count()));
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (!c.tls_ca.empty()) {
+    options.watch_root_certs();
+    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  }
+  auto creds = grpc::experimental::TlsServerCredentials(options);
+  if (!creds) *error = "cannot create TLS server credentials";
+  return creds;
+}
+
+RolisServer::RolisServer(ServerConfig config, OpenDatabase open)
+    : config_(std::move(config)), open_(std::move(open)) {}
+
+RolisServer::~RolisServer() {
+  Shutdown(std::chrono::milliseconds(0));
+  // Order: the services and node go before the engine they use.
+  client_server_.reset();
+  admin_server_.reset();
+  client_service_.reset();
+  admin_service_.reset();
+  node_.reset();
+  db_.reset();
+}
+
+bool RolisServer::ready() const { return serving_.load() && node_ && !node_->draining(); }
+
+Status RolisServer::Start() {
+  metrics_ = std::make_unique<Metrics>(Version());
+
+  StandaloneReplicator::Options ro;
+  ro.id = config_.id != 0 ? config_.id : 1;
+  ro.client_address = config_.ClientAddress();
+  ro.peers_configured = config_.replicated();
+  ro.streams = config_.worker_threads;
+  if (config_.replicated()) {
+    for (const Peer& p : config_.peers) {
+      v1::Member m;
+      m.set_id(p.id);
+      m.set_address(p.address);
+      ro.members.push_back(m);
+    }
+  } else {
+    v1::Member self;
+    self.set_id(ro.id);
+    self.set_address(ro.client_address);
+    ro.members.push_back(self);
+  }
+  replicator_ = std::make_unique<StandaloneReplicator>(ro);
+
+  Options opts;
+  opts.limits.max_key_bytes = config_.max_key_bytes;
+  opts.limits.max_value_bytes = config_.max_value_bytes;
+  opts.limits.max_write_set = std::max<size_t>(config_.max_ops_per_txn, 1);
+  opts.epoch_period_ms = config_.epoch_period_ms;
+  opts.max_workers = std::max<uint32_t>(64, config_.worker_threads + 8);
+  opts.commit_hook = replicator_.get();
+  db_ = open_(opts);
+  if (!db_) return Status::Internal("the engine did not open");
+
+  node_ = std::make_unique<Node>(NodeOptions::FromConfig(config_), db_.get(), replicator_.get(), metrics_.get());
+  Status s = node_->Start(config_.worker_threads);
+  if (!s.ok()) return s;
+  if (!node_->multi_txn_workers()) {
+    spdlog::warn(
+        "the engine allows one open transaction per worker: each open interactive transaction reserves a whole "
+        "worker, so at most {} may be open at once (RESOURCE_EXHAUSTED beyond)",
+        std::max<size_t>(1, node_->workers() - 1));
+  }
+
+  metrics_->SetGaugeSource([this] {
+    GaugeValues g;
+    g.role = RoleName(replicator_->role());
+    g.epoch = replicator_->epoch();
+    g.watermark_ts = replicator_->watermark_ts();
+    g.stream_committed_ts = replicator_->stream_committed_ts();
+    g.open_txns = node_->open_txns();
+    g.memory_bytes = ResidentBytes();
+    DatabaseStats st = db_->Stats();
+    g.engine_live_records = st.live_records;
+    g.engine_live_versions = st.live_versions;
+    g.engine_epoch = st.current_epoch;
+    g.worker_threads = static_cast<uint32_t>(node_->workers());
+    return g;
+  });
+
+  std::string error;
+  auto creds = MakeServerCredentials(config_, &error);
+  if (!creds) return Status::InvalidArgument(error);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  client_service_ = std::make_unique<ClientService>(node_.get(), replicator_.get(), metrics_.get(),
+                                                    config_.max_stream_inflight);
+  admin_service_ = std::make_unique<AdminService>(node_.get(), replicator_.get(), metrics_.get(), Version());
+
+  {
+    grpc::ServerBuilder b;
+    b.AddListeningPort(GrpcAddress(config_.listen), creds, &client_port_);
+    b.RegisterService(client_service_.get());
+    b.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+    b.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
+    client_server_ = b.BuildAndStart();
+    if (!client_server_ || client_port_ == 0) {
+      return Status::Internal(fmt::format("cannot listen on {} (--listen)", config_.listen));
+    }
+  }
+  {
+    grpc::ServerBuilder b;
+    b.AddListeningPort(GrpcAddress(config_.admin_listen), creds, &admin_port_);
+    b.RegisterService(admin_service_.get());
+    b.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
+    admin_server_ = b.BuildAndStart();
+    if (!admin_server_ || admin_port_ == 0) {
+      return Status::Internal(fmt::format("cannot listen on {} (--admin-listen)", config_.admin_listen));
+    }
+  }
+
+  HttpServer::Handlers h;
+  h.metrics = metrics_.get();
+  h.healthy = [this](std::string* detail) {
+    *detail = "ok";
+    return true;
+  };
+  h.ready = [this](std::string* detail) {
+    if (!ready()) {
+      *detail = node_ && node_->draining() ? "shutting down" : "starting";
+      return false;
+    }
+    Role r = replicator_->role();
+    if (r == Role::kCandidate || r == Role::kCatchingUp) {
+      *detail = fmt::format("not ready: {}", RoleName(r));
+      return false;
+    }
+    *detail = fmt::format("ready: {}", RoleName(r));
+    return true;
+  };
+  http_ = std::make_unique<HttpServer>(h);
+  s = http_->Start(config_.metrics_listen);
+  if (!s.ok()) return s;
+
+  serving_.store(true);
+  for (auto* server : {client_server_.get(), admin_server_.get()}) {
+    if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(true);
+  }
+  return Status::OK();
+}
+
+void RolisServer::Shutdown(std::chrono::milliseconds grace) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  serving_.store(false);
+  if (node_) node_->BeginDrain();
+  for (auto* server : {client_server_.get(), admin_server_.get()}) {
+    if (server != nullptr) {
+      if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
+    }
+  }
+  if (client_service_) client_service_->DrainStreams();
+  // In-flight unary calls finish on their own; open interactive transactions
+  // are aborted (their next call gets UNAVAILABLE).
+  if (node_) node_->Stop();
+  auto deadline = std::chrono::system_clock::now() + grace;
+  if (client_server_) client_server_->Shutdown(deadline);
+  if (admin_server_) admin_server_->Shutdown(deadline);
+  if (http_) http_->Stop();
+}
+
+}  // namespace rolis::server
