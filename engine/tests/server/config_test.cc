@@ -1,0 +1,132 @@
+// Flag and environment parsing of rolisd: defaults, units, validation.
+#include "server/config.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+#include <vector>
+
+namespace rolis::server {
+namespace {
+
+ParseResult Parse(std::vector<std::string> args) {
+  std::vector<const char*> argv = {"rolisd"};
+  for (auto& a : args) argv.push_back(a.c_str());
+  return ParseConfig(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ConfigTest, DefaultsRunAStandaloneNode) {
+  ParseResult r = Parse({});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  const ServerConfig& c = r.config;
+  EXPECT_FALSE(c.replicated());
+  EXPECT_GE(c.worker_threads, 1u);
+  EXPECT_EQ(c.tables, std::vector<std::string>{"kv"});
+  EXPECT_EQ(c.txn_idle_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(c.max_key_bytes, 1024u);
+  EXPECT_EQ(c.max_value_bytes, 64u * 1024);
+  EXPECT_EQ(c.max_message_bytes, 4u * 1024 * 1024);
+  EXPECT_EQ(c.execute_retries, 5u);
+  EXPECT_EQ(c.ClientAddress(), c.listen);
+  EXPECT_NE(c.Summary().find("max_open_txns=10000"), std::string::npos);
+}
+
+TEST(ConfigTest, TheInterfaceOutsideChecksUseParses) {
+  ParseResult r = Parse({"--listen=127.0.0.1:7000", "--admin-listen=127.0.0.1:7001", "--metrics-listen=127.0.0.1:7002"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.listen, "127.0.0.1:7000");
+  EXPECT_EQ(r.config.admin_listen, "127.0.0.1:7001");
+  EXPECT_EQ(r.config.metrics_listen, "127.0.0.1:7002");
+}
+
+TEST(ConfigTest, UnitsOfDurationsAndSizes) {
+  ParseResult r = Parse({"--txn-idle-timeout=500ms", "--max-value-bytes=1MiB", "--max-message-bytes=8M",
+                         "--shutdown-grace=2", "--max-key-bytes=2KiB"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.txn_idle_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(r.config.max_value_bytes, 1024u * 1024);
+  EXPECT_EQ(r.config.max_message_bytes, 8u * 1024 * 1024);
+  EXPECT_EQ(r.config.shutdown_grace, std::chrono::seconds(2));
+  EXPECT_EQ(r.config.max_key_bytes, 2048u);
+  EXPECT_FALSE(ParseDuration("5 s"));
+  EXPECT_FALSE(ParseDuration("-1s"));
+  EXPECT_FALSE(ParseDuration("10y"));
+  EXPECT_FALSE(ParseByteSize("1.5MiB"));
+  EXPECT_EQ(ParseByteSize("64kb"), 65536u);
+}
+
+TEST(ConfigTest, EnvironmentSetsAndFlagWins) {
+  setenv("ROLISD_MAX_OPEN_TXNS", "77", 1);
+  setenv("ROLISD_LOG_FORMAT", "json", 1);
+  ParseResult r = Parse({"--log-format=text"});
+  unsetenv("ROLISD_MAX_OPEN_TXNS");
+  unsetenv("ROLISD_LOG_FORMAT");
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.max_open_txns, 77u);
+  EXPECT_EQ(r.config.log_format, LogFormat::kText);
+}
+
+TEST(ConfigTest, PeersNeedAnIdAmongThem) {
+  ParseResult r = Parse({"--peers=1=10.0.0.1:7073,2=10.0.0.2:7073,3=rolis-2.rolis:7073", "--id=2",
+                         "--election=builtin"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_TRUE(r.config.replicated());
+  ASSERT_EQ(r.config.peers.size(), 3u);
+  EXPECT_EQ(r.config.peers[2].address, "rolis-2.rolis:7073");
+  EXPECT_EQ(r.config.election, Election::kBuiltin);
+
+  EXPECT_EQ(Parse({"--peers=1=a:1,2=b:2"}).kind, ParseResult::Kind::kError);          // no --id
+  EXPECT_EQ(Parse({"--peers=1=a:1,2=b:2", "--id=3"}).kind, ParseResult::Kind::kError);  // not a member
+  EXPECT_EQ(Parse({"--peers=1=a:1,1=b:2", "--id=1"}).kind, ParseResult::Kind::kError);  // duplicate
+  EXPECT_EQ(Parse({"--peers=1=a", "--id=1"}).kind, ParseResult::Kind::kError);          // no port
+  EXPECT_EQ(Parse({"--peers=x=a:1", "--id=1"}).kind, ParseResult::Kind::kError);        // bad id
+  EXPECT_EQ(Parse({"--election=builtin"}).kind, ParseResult::Kind::kError);             // no peers
+  EXPECT_EQ(Parse({"--election=raft"}).kind, ParseResult::Kind::kError);
+}
+
+TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string mentions;
+  } cases[] = {
+      {{"--listen=nohost"}, "--listen"},
+      {{"--listen=1.2.3.4:99999"}, "--listen"},
+      {{"--txn-idle-timeout=soon"}, "--txn-idle-timeout"},
+      {{"--max-value-bytes=lots"}, "--max-value-bytes"},
+      {{"--max-value-bytes=8MiB"}, "--max-message-bytes"},
+      {{"--tls-cert=/x.pem"}, "--tls-key"},
+      {{"--tls-ca=/ca.pem"}, "--tls-ca"},
+      {{"--worker-threads=65"}, "--worker-threads"},
+      {{"--max-open-txns=0"}, "--max-open-txns"},
+      {{"--tables=bad/name"}, "--tables"},
+      {{"--log-level=loud"}, "--log-level"},
+      {{"--no-such-flag"}, "no-such-flag"},
+  };
+  for (const Case& c : cases) {
+    ParseResult r = Parse(c.args);
+    EXPECT_EQ(r.kind, ParseResult::Kind::kError) << c.args[0];
+    EXPECT_NE(r.message.find(c.mentions), std::string::npos) << c.args[0] << ": " << r.message;
+  }
+}
+
+TEST(ConfigTest, TablesAlwaysIncludeKv) {
+  ParseResult r = Parse({"--tables=users,orders,users"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.tables, (std::vector<std::string>{"kv", "users", "orders"}));
+}
+
+TEST(ConfigTest, HelpNamesEveryFlagAndItsVariable) {
+  ParseResult r = Parse({"--help"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kHelp);
+  for (const char* s : {"--listen", "--admin-listen", "--metrics-listen", "--worker-threads", "--max-key-bytes",
+                        "--max-value-bytes", "--max-ops-per-txn", "--max-open-txns", "--max-scan-limit",
+                        "--max-message-bytes", "--txn-idle-timeout", "--tls-cert", "--tls-key", "--tls-ca",
+                        "--log-format", "--log-level", "--peers", "--id", "--election", "ROLISD_LISTEN",
+                        "ROLISD_MAX_OPEN_TXNS"}) {
+    EXPECT_NE(r.message.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace rolis::server
