@@ -1,0 +1,366 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+// Unit tests of the reconciler's error paths with controller-runtime's fake
+// client (no API server): faults that are hard to cause on a real one.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/leadership"
+	"github.com/rolisdb/rolis/controllers/specs"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+// unitAdmin is a member for unit tests: a fixed Status, counted calls.
+type unitAdmin struct {
+	mu      sync.Mutex
+	status  *rolisv1.StatusResponse
+	calls   map[string]int
+	prepErr error
+}
+
+func (a *unitAdmin) count(m string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls[m]++
+}
+
+func (a *unitAdmin) Status(context.Context) (*rolisv1.StatusResponse, error) {
+	a.count("Status")
+	return a.status, nil
+}
+
+func (a *unitAdmin) PrepareFailover(_ context.Context, r *rolisv1.PrepareFailoverRequest) (*rolisv1.PrepareFailoverResponse, error) {
+	a.count("PrepareFailover")
+	if a.prepErr != nil {
+		return nil, a.prepErr
+	}
+	return &rolisv1.PrepareFailoverResponse{Proposed: &rolisv1.EpochRecord{Epoch: r.NewEpoch, LeaderId: a.status.Id}}, nil
+}
+
+func (a *unitAdmin) OpenEpoch(context.Context, *rolisv1.OpenEpochRequest) (*rolisv1.OpenEpochResponse, error) {
+	a.count("OpenEpoch")
+	return &rolisv1.OpenEpochResponse{}, nil
+}
+
+func (a *unitAdmin) AnnounceLeader(context.Context, *rolisv1.AnnounceLeaderRequest) error {
+	a.count("AnnounceLeader")
+	return nil
+}
+
+func (a *unitAdmin) ChangeMembership(context.Context, *rolisv1.ChangeMembershipRequest) (*rolisv1.ChangeMembershipResponse, error) {
+	a.count("ChangeMembership")
+	return nil, status.Error(codes.Internal, "unexpected")
+}
+
+func (a *unitAdmin) Close() error { return nil }
+
+type unitDialer map[int32]*unitAdmin
+
+func (d unitDialer) Dial(_ context.Context, t leadership.Target) (leadership.AdminClient, error) {
+	if a, ok := d[t.ID]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("no member %d", t.ID)
+}
+
+func followers(n int32) unitDialer {
+	d := unitDialer{}
+	for id := int32(1); id <= n; id++ {
+		d[id] = &unitAdmin{calls: map[string]int{}, status: &rolisv1.StatusResponse{
+			Id: uint32(id), Role: rolisv1.Role_FOLLOWER, Healthy: true, Watermark: &rolisv1.LogKey{},
+		}}
+	}
+	return d
+}
+
+type unitEnv struct {
+	c      client.Client
+	r      *Reconciler
+	rec    *events.FakeRecorder
+	dialer unitDialer
+	db     *dbv1.RolisCluster
+}
+
+// newUnitEnv makes a cluster with its pods, the given members and a fake
+// client with optional interceptors.
+func newUnitEnv(t *testing.T, replicas int32, d unitDialer, funcs interceptor.Funcs, objs ...client.Object) *unitEnv {
+	t.Helper()
+	db := &dbv1.RolisCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid", Generation: 1},
+		Spec:       dbv1.RolisClusterSpec{Replicas: replicas, Image: "img"},
+	}
+	objs = append(objs, db)
+	for id := int32(1); id <= replicas; id++ {
+		labels := specs.Labels(db)
+		labels[specs.LabelPodIndex] = strconv.Itoa(int(id))
+		objs = append(objs, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: specs.PodName(db, id), Namespace: "ns", Labels: labels},
+			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		})
+	}
+	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).
+		WithStatusSubresource(&dbv1.RolisCluster{}).WithInterceptorFuncs(funcs).Build()
+	rec := events.NewFakeRecorder(200)
+	r := &Reconciler{Client: c, APIReader: c, Scheme: c.Scheme(), Recorder: rec, Dialer: d,
+		Options: specs.DefaultOptions(), Timeouts: leadership.DefaultTimeouts(), Identity: "me"}
+	return &unitEnv{c: c, r: r, rec: rec, dialer: d, db: db}
+}
+
+func (e *unitEnv) reconcile(t *testing.T) (reconcile.Result, error) {
+	t.Helper()
+	return e.r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.db)})
+}
+
+func (e *unitEnv) condition(t *testing.T, typ string) metav1.Condition {
+	t.Helper()
+	cur := &dbv1.RolisCluster{}
+	if err := e.c.Get(context.Background(), client.ObjectKeyFromObject(e.db), cur); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(cur.Status.Conditions, typ)
+	if cond == nil {
+		return metav1.Condition{Type: typ, Reason: "absent"}
+	}
+	return *cond
+}
+
+func TestAnAPIErrorInAStepIsReturnedAndReportedAsDegraded(t *testing.T) {
+	g := NewWithT(t)
+	e := newUnitEnv(t, 3, followers(3), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*appsv1.StatefulSet); ok {
+				return apierrors.NewInternalError(fmt.Errorf("etcd is on fire"))
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	_, err := e.reconcile(t)
+	g.Expect(err).To(MatchError(ContainSubstring("step statefulset")))
+	cond := e.condition(t, dbv1.ConditionDegraded)
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(cond.Reason).To(Equal("StepFailed"))
+	g.Expect(cond.Message).To(ContainSubstring("etcd is on fire"))
+	for _, a := range e.dialer {
+		g.Expect(a.calls["Status"]).To(BeZero(), "later steps do not run after a failed one")
+	}
+}
+
+func TestAConflictFromAStaleCacheIsRetriedQuietly(t *testing.T) {
+	g := NewWithT(t)
+	e := newUnitEnv(t, 3, followers(3), interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			if _, ok := obj.(*corev1.Service); ok {
+				return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "services"}, obj.GetName())
+			}
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	res, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(time.Second))
+	g.Expect(e.condition(t, dbv1.ConditionDegraded).Status).NotTo(Equal(metav1.ConditionTrue))
+}
+
+func TestAPromotionWaitsWhileAnotherOperatorHoldsTheLease(t *testing.T) {
+	g := NewWithT(t)
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-failover", Namespace: "ns"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("other-operator"), LeaseDurationSeconds: ptr.To(int32(60)),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	e := newUnitEnv(t, 3, followers(3), interceptor.Funcs{}, held)
+	res, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", 2*time.Second), "comes back soon to try again")
+	for _, a := range e.dialer {
+		g.Expect(a.calls["PrepareFailover"]).To(BeZero())
+	}
+	cond := e.condition(t, dbv1.ConditionProgressing)
+	g.Expect(cond.Message).To(ContainSubstring("held by another operator: other-operator"))
+}
+
+func TestNoElectionWhenTheEpochRecordWasLost(t *testing.T) {
+	g := NewWithT(t)
+	d := followers(3)
+	d[2].status.Decided = &rolisv1.EpochRecord{Epoch: 3, LeaderId: 2}
+	e := newUnitEnv(t, 3, d, interceptor.Funcs{})
+	res, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(probeInterval(e.db)), "comes back at the probe pace, not in a loop")
+	cond := e.condition(t, dbv1.ConditionDegraded)
+	g.Expect(cond.Reason).To(Equal(ReasonEpochRecordLost))
+	g.Expect(cond.Message).To(ContainSubstring("db-2 knows decided epoch 3"))
+	for _, a := range d {
+		g.Expect(a.calls["PrepareFailover"]).To(BeZero(), "electing from an empty record could void decided writes")
+	}
+}
+
+func TestACorruptEpochRecordFailsTheLeadershipStep(t *testing.T) {
+	g := NewWithT(t)
+	bad := specs.EpochConfigMap(&dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}})
+	bad.Data[specs.KeyEpochRecord] = "{broken"
+	e := newUnitEnv(t, 3, followers(3), interceptor.Funcs{}, bad)
+	_, err := e.reconcile(t)
+	g.Expect(err).To(MatchError(ContainSubstring("step leadership")))
+	g.Expect(e.condition(t, dbv1.ConditionDegraded).Message).To(ContainSubstring("corrupt"))
+}
+
+func TestAFailedPromotionBacksOffExponentially(t *testing.T) {
+	g := NewWithT(t)
+	d := followers(3)
+	for _, a := range d {
+		a.prepErr = status.Error(codes.DeadlineExceeded, "no majority of promises")
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := newUnitEnv(t, 3, d, interceptor.Funcs{})
+	e.r.Now = func() time.Time { return now }
+
+	res, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(probeInterval(e.db)), "the periodic probe comes first")
+	cond := e.condition(t, dbv1.ConditionDegraded)
+	g.Expect(cond.Reason).To(Equal(ReasonPromotionFailed))
+	g.Expect(cond.Message).To(ContainSubstring("DeadlineExceeded: no majority of promises"))
+	g.Expect(d[1].calls["PrepareFailover"]).To(Equal(1))
+
+	_, _ = e.reconcile(t) // within the backoff: no attempt
+	g.Expect(d[1].calls["PrepareFailover"]).To(Equal(1))
+
+	for i, wait := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
+		now = now.Add(wait)
+		_, _ = e.reconcile(t)
+		g.Expect(d[1].calls["PrepareFailover"]).To(Equal(i+2), "attempt after %s", wait)
+	}
+	mem := e.r.memoryOf(client.ObjectKeyFromObject(e.db))
+	g.Expect(mem.promotion.notBefore.Sub(now)).To(Equal(40*time.Second), "5s, 10s, 20s, 40s...")
+}
+
+func TestScalingWithoutAMembershipFromTheLeaderSaysWhy(t *testing.T) {
+	g := NewWithT(t)
+	d := followers(3)
+	d[1].status.Role, d[1].status.Epoch = rolisv1.Role_LEADER, 1
+	rec := &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1}
+	cm := specs.EpochConfigMap(&dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}})
+	enc, _ := leadership.EncodeRecord(rec)
+	cm.Data[specs.KeyEpochRecord] = enc
+	for _, a := range d {
+		a.status.Decided, a.status.LeaderId = rec, 1
+	}
+	e := newUnitEnv(t, 3, d, interceptor.Funcs{}, cm)
+	_, err := e.reconcile(t) // creates the StatefulSet with 3 replicas
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.condition(t, dbv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
+
+	cur := &dbv1.RolisCluster{}
+	g.Expect(e.c.Get(context.Background(), client.ObjectKeyFromObject(e.db), cur)).To(Succeed())
+	cur.Spec.Replicas = 5
+	g.Expect(e.c.Update(context.Background(), cur)).To(Succeed())
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	cond := e.condition(t, dbv1.ConditionDegraded)
+	g.Expect(cond.Reason).To(Equal(ReasonMembershipUnknown))
+	g.Expect(d[1].calls["ChangeMembership"]).To(BeZero())
+	sts := &appsv1.StatefulSet{}
+	g.Expect(e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db"}, sts)).To(Succeed())
+	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)), "nothing grows without a safe membership change")
+}
+
+func TestPhaseFollowsTheFindings(t *testing.T) {
+	c := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db"}, Spec: dbv1.RolisClusterSpec{Replicas: 3}}
+	serving := leadership.Assessment{State: leadership.Serving, Reason: "db-1 leads epoch 1"}
+	cases := []struct {
+		name string
+		set  func(s *state)
+		want dbv1.ClusterPhase
+	}{
+		{"nothing made yet", func(s *state) {}, dbv1.PhasePending},
+		{"serving and settled", func(s *state) { s.probed, s.assessment, s.replicas = true, serving, 3 }, dbv1.PhaseRunning},
+		{"failing over wins over everything", func(s *state) {
+			s.probed, s.failingOver = true, &finding{"LeaderUnhealthy", "x"}
+			s.problem("NoQuorum", "y")
+		}, dbv1.PhaseFailingOver},
+		{"degraded", func(s *state) { s.probed, s.assessment = true, serving; s.problem("X", "y") }, dbv1.PhaseDegraded},
+		{"scaling", func(s *state) { s.probed, s.assessment = true, serving; s.progressing(ReasonScaling, "3→5") }, dbv1.PhaseScaling},
+		{"rolling", func(s *state) { s.probed, s.assessment = true, serving; s.progressing(ReasonRollingRestart, "x") }, dbv1.PhaseUpgrading},
+		{"electing", func(s *state) { s.probed = true; s.progressing(ReasonElecting, "x") }, dbv1.PhaseCreating},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newState(c.DeepCopy(), &memory{})
+			tc.set(s)
+			if tc.name == "serving and settled" || tc.name == "nothing made yet" {
+				s.cluster.Status.ReadyReplicas = 3
+			}
+			computeStatus(s)
+			NewWithT(t).Expect(s.cluster.Status.Phase).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestConditionsCarryTheFirstReasonAndEveryMessage(t *testing.T) {
+	g := NewWithT(t)
+	s := newState(&dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Generation: 7}}, &memory{})
+	s.problem("A", "first")
+	s.problem("B", "second")
+	s.problem("B", "second")
+	computeStatus(s)
+	cond := meta.FindStatusCondition(s.cluster.Status.Conditions, dbv1.ConditionDegraded)
+	g.Expect(cond.Reason).To(Equal("A"))
+	g.Expect(cond.Message).To(Equal("first; second"))
+	g.Expect(cond.ObservedGeneration).To(Equal(int64(7)))
+	g.Expect(meta.FindStatusCondition(s.cluster.Status.Conditions, dbv1.ConditionAvailable).Status).
+		To(Equal(metav1.ConditionUnknown), "leadership conditions are unknown until the members are probed")
+	g.Expect(s.cluster.Status.ObservedGeneration).To(Equal(int64(7)))
+}
+
+func TestPodsMapToTheirCluster(t *testing.T) {
+	g := NewWithT(t)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db-1", Labels: map[string]string{
+		specs.LabelName: specs.AppName, specs.LabelInstance: "db", specs.LabelManagedBy: specs.ManagedBy}}}
+	g.Expect(podToCluster(context.Background(), p)).To(Equal([]reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "db"}}}))
+	p.Labels[specs.LabelManagedBy] = "someone-else"
+	g.Expect(podToCluster(context.Background(), p)).To(BeEmpty())
+}
+
+func TestPodOutdatedOnlyOnceTheStatefulSetControllerCaughtUp(t *testing.T) {
+	g := NewWithT(t)
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{appsv1.ControllerRevisionHashLabelKey: "r1"}}}
+	g.Expect(podOutdated(sts, p)).To(BeFalse(), "no update revision yet")
+	sts.Status.UpdateRevision, sts.Status.ObservedGeneration = "r2", 1
+	g.Expect(podOutdated(sts, p)).To(BeFalse(), "the revision is of an older spec")
+	sts.Status.ObservedGeneration = 2
+	g.Expect(podOutdated(sts, p)).To(BeTrue())
+	p.Labels[appsv1.ControllerRevisionHashLabelKey] = "r2"
+	g.Expect(podOutdated(sts, p)).To(BeFalse())
+}
