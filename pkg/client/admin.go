@@ -115,6 +115,7 @@ type MemberStatus struct {
 	ID                 uint32
 	AdminAddress       string // "" when no admin address of it is known
 	ReplicationAddress string
+	ClientAddress      string                  // as advertised in the members list, if at all
 	Status             *rolisv1.StatusResponse // nil when unreachable
 	Err                error                   // why it is unreachable
 }
@@ -123,11 +124,11 @@ type MemberStatus struct {
 func (m *MemberStatus) Reachable() bool { return m.Status != nil }
 
 // ClusterStatus asks every configured endpoint for its status, then the
-// members they report that were not among them. The wire protocol gives a
-// member's replication address only, so an unlisted member's admin address
-// is guessed as its replication host with the admin port of a listed
-// endpoint (true of a Kubernetes StatefulSet, where every pod uses the same
-// ports) and accepted only if the member answering has the expected id.
+// members they report that were not among them: at the admin address they
+// advertise (Member.admin_address) or, when none is advertised, at a guess:
+// their replication host with the admin port of a listed endpoint (true of a
+// Kubernetes StatefulSet, where every pod uses the same ports). An answer is
+// accepted only if the member answering has the expected id.
 // Members that cannot be reached are returned with Err set. The result is
 // sorted by id; members whose id is unknown (an endpoint that did not answer)
 // come last with ID 0.
@@ -155,6 +156,7 @@ func (a *Admin) ClusterStatus(ctx context.Context) ([]MemberStatus, error) {
 	byID := map[uint32]*MemberStatus{}
 	var unknown []MemberStatus
 	queried := map[string]bool{}
+	advertised := map[uint32]string{}
 	add := func(ans []answer, wantID map[string]uint32) {
 		for _, an := range ans {
 			queried[an.addr] = true
@@ -186,6 +188,12 @@ func (a *Admin) ClusterStatus(ctx context.Context) ([]MemberStatus, error) {
 				if o.ReplicationAddress == "" {
 					o.ReplicationAddress = mem.GetAddress()
 				}
+				if o.ClientAddress == "" {
+					o.ClientAddress = mem.GetClientAddress()
+				}
+				if advertised[o.ID] == "" {
+					advertised[o.ID] = mem.GetAdminAddress()
+				}
 			}
 		}
 	}
@@ -195,7 +203,15 @@ func (a *Admin) ClusterStatus(ctx context.Context) ([]MemberStatus, error) {
 	var guesses []string
 	wantID := map[string]uint32{}
 	for id, m := range byID {
-		if m.Status != nil || m.ReplicationAddress == "" {
+		if m.Status != nil {
+			continue
+		}
+		if a := cleanAddr(advertised[id]); a != "" && !queried[a] && wantID[a] == 0 {
+			guesses = append(guesses, a)
+			wantID[a] = id
+			continue
+		}
+		if m.ReplicationAddress == "" {
 			continue
 		}
 		host, _, err := net.SplitHostPort(m.ReplicationAddress)

@@ -173,8 +173,30 @@ func TestClusterStatusFindsUnlistedMembersOnTheirHostsWithTheSamePort(t *testing
 	}
 }
 
-// On one host with distinct ports, an unlisted member cannot be found: it
-// is reported unreachable, with its id and replication address.
+// On one host, members found through the admin address they advertise.
+func TestClusterStatusFindsUnlistedMembersAtTheirAdvertisedAdminAddress(t *testing.T) {
+	sts := threeStatuses()
+	_, addrs := startMembers(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, 0, sts)
+	for i, m := range sts[0].Members { // one list, shared by the three statuses
+		m.AdminAddress = addrs[i]
+	}
+	ms, err := newAdmin(t, addrs[:1]).ClusterStatus(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3 {
+		t.Fatalf("%+v", ms)
+	}
+	for i, m := range ms {
+		if !m.Reachable() || m.ID != uint32(i+1) || m.AdminAddress != addrs[i] {
+			t.Errorf("member %d: %+v", i+1, m)
+		}
+	}
+}
+
+// On one host with distinct ports, an unlisted member that advertises no
+// admin address cannot be found: it is reported unreachable, with its id
+// and replication address.
 func TestClusterStatusReportsUnlistedMembersOnOneHostAsUnreachable(t *testing.T) {
 	_, addrs := startMembers(t, []string{"127.0.0.1", "127.0.0.1", "127.0.0.1"}, 0, threeStatuses())
 	a := newAdmin(t, addrs[:2])

@@ -120,6 +120,9 @@ func (a *Admin) Failover(ctx context.Context, opts FailoverOptions) (*FailoverRe
 		open.GetWatermark().GetEpoch(), open.GetWatermark().GetTs())
 
 	res.LeaderAddress = opts.LeaderClientAddress
+	if res.LeaderAddress == "" {
+		res.LeaderAddress = cand.ClientAddress
+	}
 	if st, err := a.Status(ctx, cand.AdminAddress); err == nil && st.GetLeaderAddress() != "" {
 		res.LeaderAddress = st.GetLeaderAddress()
 	}

@@ -302,9 +302,16 @@ func (x *StreamStatus) GetReplayedKey() *LogKey {
 }
 
 type Member struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // replication address host:port
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      uint32                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Address string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"` // replication address host:port
+	// The member's admin and client API addresses as it advertises them; empty
+	// when unknown. The replication address alone does not say where a
+	// member's admin API is (on one host every member has other ports), so
+	// `rolisctl status` and `failover`, given one admin endpoint, reach the
+	// other members through admin_address.
+	AdminAddress  string `protobuf:"bytes,3,opt,name=admin_address,json=adminAddress,proto3" json:"admin_address,omitempty"`
+	ClientAddress string `protobuf:"bytes,4,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -349,6 +356,20 @@ func (x *Member) GetId() uint32 {
 func (x *Member) GetAddress() string {
 	if x != nil {
 		return x.Address
+	}
+	return ""
+}
+
+func (x *Member) GetAdminAddress() string {
+	if x != nil {
+		return x.AdminAddress
+	}
+	return ""
+}
+
+func (x *Member) GetClientAddress() string {
+	if x != nil {
+		return x.ClientAddress
 	}
 	return ""
 }
@@ -1048,10 +1069,12 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"first_slot\x18\x03 \x01(\x04R\tfirstSlot\x12%\n" +
 	"\x0ecommitted_slot\x18\x04 \x01(\x04R\rcommittedSlot\x125\n" +
 	"\rcommitted_key\x18\x05 \x01(\v2\x10.rolis.v1.LogKeyR\fcommittedKey\x123\n" +
-	"\freplayed_key\x18\x06 \x01(\v2\x10.rolis.v1.LogKeyR\vreplayedKey\"2\n" +
+	"\freplayed_key\x18\x06 \x01(\v2\x10.rolis.v1.LogKeyR\vreplayedKey\"~\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x0f\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12#\n" +
+	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12%\n" +
+	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x0f\n" +
 	"\rStatusRequest\"\xdb\x04\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\"\n" +
