@@ -422,7 +422,14 @@ func pipelineWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptio
 	}
 	// The callbacks run on the pipeline's one receiving goroutine, so they
 	// may update s without locks; s is read after Close has drained them.
+	// slots mirrors the pipeline's window, so that the clock starts when the
+	// transaction can be sent, not while it waits for room.
+	slots := make(chan struct{}, o.pipeline)
 	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
 		start := time.Now()
 		if !start.Before(deadline) || ctx.Err() != nil {
 			break
@@ -431,6 +438,7 @@ func pipelineWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptio
 		m := measuring.Load()
 		err := p.ExecuteRequestAsync(ctx, req, func(_ *rolisv1.ExecuteResponse, err error) {
 			s.outcome(time.Since(start), ro, err, m)
+			<-slots
 		})
 		if err != nil {
 			s.errors.Add(1) // counted here: the callback will not run
