@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -123,8 +124,9 @@ func newUnitEnv(t *testing.T, replicas int32, d unitDialer, funcs interceptor.Fu
 	for id := int32(1); id <= replicas; id++ {
 		labels := specs.Labels(db)
 		labels[specs.LabelPodIndex] = strconv.Itoa(int(id))
+		labels[appsv1.ControllerRevisionHashLabelKey] = "r1"
 		objs = append(objs, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: specs.PodName(db, id), Namespace: "ns", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: specs.PodName(db, id), Namespace: "ns", Labels: labels, UID: types.UID(fmt.Sprintf("uid-%d", id))},
 			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		})
 	}
@@ -267,16 +269,11 @@ func TestAFailedPromotionBacksOffExponentially(t *testing.T) {
 
 func TestScalingWithoutAMembershipFromTheLeaderSaysWhy(t *testing.T) {
 	g := NewWithT(t)
-	d := followers(3)
-	d[1].status.Role, d[1].status.Epoch = rolisv1.Role_LEADER, 1
-	rec := &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1}
-	cm := specs.EpochConfigMap(&dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}})
-	enc, _ := leadership.EncodeRecord(rec)
-	cm.Data[specs.KeyEpochRecord] = enc
+	e := servingCluster(t)
+	d := e.dialer
 	for _, a := range d {
-		a.status.Decided, a.status.LeaderId = rec, 1
+		a.status.Members = nil
 	}
-	e := newUnitEnv(t, 3, d, interceptor.Funcs{}, cm)
 	_, err := e.reconcile(t) // creates the StatefulSet with 3 replicas
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(e.condition(t, dbv1.ConditionAvailable).Status).To(Equal(metav1.ConditionTrue))
@@ -293,6 +290,61 @@ func TestScalingWithoutAMembershipFromTheLeaderSaysWhy(t *testing.T) {
 	sts := &appsv1.StatefulSet{}
 	g.Expect(e.c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "db"}, sts)).To(Succeed())
 	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)), "nothing grows without a safe membership change")
+}
+
+// servingCluster is a 3-member cluster whose member 1 leads epoch 1.
+func servingCluster(t *testing.T, objs ...client.Object) *unitEnv {
+	d := followers(3)
+	d[1].status.Role, d[1].status.Epoch = rolisv1.Role_LEADER, 1
+	rec := &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1}
+	cm := specs.EpochConfigMap(&dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}})
+	enc, _ := leadership.EncodeRecord(rec)
+	cm.Data[specs.KeyEpochRecord] = enc
+	for _, a := range d {
+		a.status.Decided, a.status.LeaderId = rec, 1
+		a.status.Members = []*rolisv1.Member{{Id: 1}, {Id: 2}, {Id: 3}}
+	}
+	return newUnitEnv(t, 3, d, interceptor.Funcs{}, append(objs, cm)...)
+}
+
+func TestRolloutNeverTrustsAStaleCacheAboutTheRestartedPod(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := servingCluster(t)
+	_, err := e.reconcile(t) // makes the StatefulSet
+	g.Expect(err).NotTo(HaveOccurred())
+	sts := &appsv1.StatefulSet{}
+	g.Expect(e.c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "db"}, sts)).To(Succeed())
+	sts.Status.UpdateRevision, sts.Status.ObservedGeneration = "r2", sts.Generation
+	g.Expect(e.c.Status().Update(ctx, sts)).To(Succeed())
+
+	exists := func(id int32) bool {
+		return e.c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: specs.PodName(e.db, id)}, &corev1.Pod{}) == nil
+	}
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exists(3)).To(BeFalse(), "the highest follower restarts first")
+
+	// The cache still shows the deleted pod, ready (same UID): wait.
+	stale := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-3", Namespace: "ns", UID: "uid-3",
+		Labels: map[string]string{specs.LabelName: specs.AppName, specs.LabelInstance: "db", appsv1.ControllerRevisionHashLabelKey: "r1"}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	g.Expect(e.c.Create(ctx, stale)).To(Succeed())
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exists(2)).To(BeTrue(), "no second member goes down while the first may still be restarting")
+	g.Expect(e.condition(t, dbv1.ConditionProgressing).Message).To(ContainSubstring("waiting for db-3 to come back"))
+
+	// The replacement (a new UID, the new revision) is ready: go on.
+	g.Expect(e.c.Delete(ctx, stale)).To(Succeed())
+	fresh := stale.DeepCopy()
+	fresh.ResourceVersion, fresh.UID = "", "uid-3b"
+	fresh.Labels[appsv1.ControllerRevisionHashLabelKey] = "r2"
+	g.Expect(e.c.Create(ctx, fresh)).To(Succeed())
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(exists(2)).To(BeFalse())
+	g.Expect(exists(1)).To(BeTrue(), "the leader goes last")
 }
 
 func TestPhaseFollowsTheFindings(t *testing.T) {

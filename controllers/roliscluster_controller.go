@@ -84,6 +84,15 @@ type memory struct {
 	promotion backoff
 	// membership holds back the next membership change after a failed one.
 	membership backoff
+	// restarting is the pod the rollout deleted last: the next restart
+	// waits until its replacement (another UID) is ready and answers, even
+	// if the informer cache still shows the deleted pod as ready.
+	restarting *restartingPod
+}
+
+type restartingPod struct {
+	id  int32
+	uid types.UID
 }
 
 // backoff spaces out the retries of an action that failed.

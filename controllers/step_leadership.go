@@ -43,7 +43,7 @@ const (
 
 	// maxPromotionBackoff bounds the wait between failed promotions.
 	maxPromotionBackoff = 2 * time.Minute
-	promotionLeaseTTL   = time.Minute
+	promotionLeaseTTL   = 30 * time.Second
 )
 
 func (r *Reconciler) epochStore(c *dbv1.RolisCluster) *leadership.ConfigMapStore {

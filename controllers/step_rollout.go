@@ -8,12 +8,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rolisdb/rolis/controllers/leadership"
+	"github.com/rolisdb/rolis/controllers/specs"
 )
 
 // ReasonRollingRestart is the reason of a rolling restart in progress.
@@ -26,6 +28,14 @@ const ReasonRollingRestart = "RollingRestart"
 // old leader (leadership.PlanRollout).
 func (r *Reconciler) reconcileRollout(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
+	if r := s.mem.restarting; r != nil {
+		p, m := s.pods[r.id], s.member(r.id)
+		if p == nil || p.UID == r.uid || m == nil || !m.Ready || !m.Reachable() {
+			s.progressing(ReasonRollingRestart, fmt.Sprintf("waiting for %s to come back", specs.PodName(c, r.id)))
+			return proceed, nil
+		}
+		s.mem.restarting = nil
+	}
 	leaderID, settled := s.leaderID, false
 	switch s.assessment.State {
 	case leadership.Serving:
@@ -61,6 +71,7 @@ func (r *Reconciler) reconcileRollout(ctx context.Context, s *state) (outcome, e
 		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
 			return proceed, err
 		}
+		s.mem.restarting = &restartingPod{id: a.ID, uid: p.UID}
 		r.event(c, corev1.EventTypeNormal, ReasonRollingRestart, "Restart", "%s: deleted %s", a.Reason, podDescription(p))
 		return stopFor(time.Second), nil
 	}
