@@ -27,6 +27,7 @@ python3 - "$out" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 def med(k): return statistics.median(r[k] for r in rows)
-print("median of %d: throughput_tps %.0f  abort_rate %.5f  p50_us %.2f  p99_us %.2f" %
-      (len(rows), med("throughput_tps"), med("abort_rate"), med("p50_us"), med("p99_us")))
+print("median of %d: throughput_tps %.0f  cpu_normalized_tps %.0f  abort_rate %.5f  p50_us %.2f  p99_us %.2f"
+      "  load_seconds %.2f" % (len(rows), med("throughput_tps"), med("cpu_normalized_tps"), med("abort_rate"),
+                               med("p50_us"), med("p99_us"), med("load_seconds")))
 PY

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -189,10 +190,10 @@ TEST(TpccLoad, PopulationHasSpecShapeAndIsConsistent) {
 TEST(TpccRun, ConsistencyConditionsHoldAfterTwoThreadsOnTwoWarehouses) {
   LoadedRun run;
   TpccConfig config = SmallConfig(2);
-  ASSERT_NO_FATAL_FAILURE(LoadAndRun(config, 2, 4000, &run));
+  ASSERT_NO_FATAL_FAILURE(LoadAndRun(config, 2, 10000, &run));
   const auto& types = run.result.types;
   ASSERT_EQ(types.size(), 5u);
-  EXPECT_EQ(run.result.commits + run.result.rollbacks, 2u * 4000);
+  EXPECT_EQ(run.result.commits + run.result.rollbacks, 2u * 10000);
   EXPECT_GT(types[kNewOrder].rollbacks, 0u) << "1% of NewOrders roll back";
   for (const auto& ts : types) EXPECT_GT(ts.commits, 0u) << ts.name;
 
@@ -212,7 +213,9 @@ TEST(TpccRun, ConsistencyConditionsHoldAfterTwoThreadsOnTwoWarehouses) {
 TEST(TpccRun, ConsistencyConditionsHoldWhenTwoThreadsShareOneWarehouse) {
   LoadedRun run;
   TpccConfig config = SmallConfig(1);
-  ASSERT_NO_FATAL_FAILURE(LoadAndRun(config, 2, 3000, &run));
+  ASSERT_NO_FATAL_FAILURE(LoadAndRun(config, 2, 6000, &run));
+  std::printf("conflict aborts: %llu of %llu commits\n", static_cast<unsigned long long>(run.result.conflict_aborts),
+              static_cast<unsigned long long>(run.result.commits));
   auto facts = CheckConsistency(run.db.get(), *run.tpcc);
   uint64_t new_order_ids = 0, delivered_orders = 0;
   for (const auto& [wd, f] : facts) {
