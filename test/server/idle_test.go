@@ -40,14 +40,14 @@ func TestIdleTransactionExpiresAfterServerIdleTimeout(t *testing.T) {
 
 // A transaction stays open while it is used more often than the timeout.
 func TestActiveTransactionDoesNotExpire(t *testing.T) {
-	_, cl := standalone(t, "--txn-idle-timeout=400ms")
+	_, cl := standalone(t, "--txn-idle-timeout=1500ms")
 	ctx := ctxFor(t, 20*time.Second)
 	tx, err := cl.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 8; i++ {
-		time.Sleep(150 * time.Millisecond)
+	for i := 0; i < 10; i++ { // 2.5 s in all, a call every 250 ms
+		time.Sleep(250 * time.Millisecond)
 		if _, _, err := tx.Get(ctx, []byte("k")); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
