@@ -1,0 +1,148 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/leadership"
+	"github.com/rolisdb/rolis/controllers/specs"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T) *testCA {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue returns a PEM key pair signed by the CA, like cert-manager's Secret.
+func (ca *testCA) issue(t *testing.T, cn string, dns []string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+}
+
+type tlsAdmin struct{ rolisv1.UnimplementedAdminServer }
+
+func (tlsAdmin) Status(context.Context, *rolisv1.StatusRequest) (*rolisv1.StatusResponse, error) {
+	return &rolisv1.StatusResponse{Id: 1, Role: rolisv1.Role_FOLLOWER, Healthy: true}, nil
+}
+
+func TestTheOperatorReachesATLSMemberWithItsClientCertificate(t *testing.T) {
+	g := NewWithT(t)
+	ca := newTestCA(t)
+	db := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
+		Spec: dbv1.RolisClusterSpec{TLS: &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}}}
+
+	// A member with the server certificate's names, requiring client certificates (mTLS).
+	srvCert, srvKey := ca.issue(t, "member", specs.ServerCertificate(db, specs.DefaultOptions()).Spec.DNSNames, x509.ExtKeyUsageServerAuth)
+	pair, err := tls.X509KeyPair(srvCert, srvKey)
+	g.Expect(err).NotTo(HaveOccurred())
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.pem)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
+		Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12,
+	})))
+	rolisv1.RegisterAdminServer(srv, tlsAdmin{})
+	go srv.Serve(lis) //nolint:errcheck
+	defer srv.Stop()
+
+	cliCert, cliKey := ca.issue(t, "db-client", nil, x509.ExtKeyUsageClientAuth)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.ClientSecretName(db), Namespace: "ns"},
+		Data: map[string][]byte{corev1.TLSCertKey: cliCert, corev1.TLSPrivateKeyKey: cliKey, "ca.crt": ca.pem}}
+	reader := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(secret).Build()
+
+	d := leadership.GRPCDialer{
+		Resolver: leadership.ResolverFunc(func(leadership.Target) (string, error) { return lis.Addr().String(), nil }),
+		TLS:      ClientTLS(reader, specs.DefaultOptions()),
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := d.Dial(ctx, leadership.Target{Cluster: db, ID: 1, Pod: pod})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer c.Close() //nolint:errcheck
+	st, err := c.Status(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.GetRole()).To(Equal(rolisv1.Role_FOLLOWER))
+
+	// Without the client Secret the dial fails and says which Secret.
+	empty := fake.NewClientBuilder().WithScheme(NewScheme()).Build()
+	d.TLS = ClientTLS(empty, specs.DefaultOptions())
+	_, err = d.Dial(ctx, leadership.Target{Cluster: db, ID: 1, Pod: pod})
+	g.Expect(err).To(MatchError(ContainSubstring("ns/db-client-tls")))
+
+	// A Secret without a usable CA is refused rather than trusted blindly.
+	secret.Data["ca.crt"] = []byte("not a certificate")
+	_, err = tlsConfig(secret, "x")
+	g.Expect(err).To(MatchError(ContainSubstring("no usable ca.crt")))
+	secret.Data[corev1.TLSPrivateKeyKey] = []byte("garbage")
+	_, err = tlsConfig(secret, "x")
+	g.Expect(err).To(HaveOccurred())
+}
+
+func TestPodIPResolver(t *testing.T) {
+	g := NewWithT(t)
+	r := leadership.PodIPResolver{Port: specs.AdminPort}
+	_, err := r.AdminAddress(leadership.Target{ID: 2})
+	g.Expect(err).To(MatchError(ContainSubstring("pod of member 2 does not exist")))
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-2"}}
+	_, err = r.AdminAddress(leadership.Target{ID: 2, Pod: p})
+	g.Expect(err).To(MatchError(ContainSubstring("has no IP yet")))
+	p.Status.PodIP = "fd00::5"
+	a, err := r.AdminAddress(leadership.Target{ID: 2, Pod: p})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(a).To(Equal("[fd00::5]:7001"))
+}
