@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Loads the project's images (images.sh) into every node of the Kind cluster.
+# Images that were not built are reported and skipped.
+source "$(dirname "$0")/lib.sh"
+need_docker
+ensure_kind
+TAG="${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$ROOT/charts/rolis-operator/Chart.yaml")}"
+PREFIX="${IMAGE_PREFIX:-rolis}"
+kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER" || die "no cluster $KIND_CLUSTER: run make kind-up"
+missing=0
+for i in rolisd rolis-operator rolis-tools; do
+  img="$PREFIX/$i:$TAG"
+  if ! image_exists "$img"; then log "$img not built (make images): skipped"; missing=1; continue; fi
+  step "kind load $img" kind load docker-image --name "$KIND_CLUSTER" "$img"
+done
+total_time
+exit "$missing"
