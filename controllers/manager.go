@@ -11,7 +11,10 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -53,8 +56,8 @@ type ManagerOptions struct {
 // integration tests use it too):
 //   - leader election, so several operator replicas are safe; the lease is
 //     released on a clean shutdown so a successor takes over at once;
-//   - the informer cache holds only the operator's own pods and ConfigMaps
-//     (by label), not every pod of the cluster;
+//   - the informer cache holds only the operator's own objects (by label),
+//     not every pod, Service or Lease (node heartbeats) of the cluster;
 //   - Secrets (TLS keys), Certificates and ServiceMonitors are read directly,
 //     never cached: the last two may not even be installed, and a cache
 //     would need their API at start-up.
@@ -62,8 +65,12 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	ours := labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagedBy})
 	cacheOpts := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:       {Label: labels.SelectorFromSet(labels.Set{specs.LabelName: specs.AppName})},
-			&corev1.ConfigMap{}: {Label: ours},
+			&corev1.Pod{}:                   {Label: labels.SelectorFromSet(labels.Set{specs.LabelName: specs.AppName})},
+			&corev1.ConfigMap{}:             {Label: ours},
+			&corev1.Service{}:               {Label: ours},
+			&appsv1.StatefulSet{}:           {Label: ours},
+			&policyv1.PodDisruptionBudget{}: {Label: ours},
+			&coordinationv1.Lease{}:         {Label: ours},
 		},
 	}
 	if o.Namespace != "" {
