@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"strconv"
 
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -143,6 +142,6 @@ func eventNotes(ctx context.Context, c *dbv1.RolisCluster, reason string) []stri
 	return out
 }
 
-func byKey(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
-
-var _ = GinkgoWriter
+func byKey(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}

@@ -184,7 +184,7 @@ var _ = Describe("Leadership", func() {
 			// Probing goes on at its normal pace (every timeout/3), not in a loop.
 			before := fc.total("Status")
 			time.Sleep(3 * time.Second)
-			Expect(fc.total("Status") - before).To(BeNumerically("<=", 3*4), "about two probes of three members in 3s")
+			Expect(fc.total("Status")-before).To(BeNumerically("<=", 3*4), "about two probes of three members in 3s")
 			Eventually(func() int { return fc.total("PrepareFailover") }, "10s").Should(Equal(2), "the backoff retries")
 			Expect(podRoles(ctx, c)()).NotTo(ContainElement("leader"), "no pod is labelled leader")
 		})

@@ -127,7 +127,7 @@ func newUnitEnv(t *testing.T, replicas int32, d unitDialer, funcs interceptor.Fu
 		labels[appsv1.ControllerRevisionHashLabelKey] = "r1"
 		objs = append(objs, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: specs.PodName(db, id), Namespace: "ns", Labels: labels, UID: types.UID(fmt.Sprintf("uid-%d", id))},
-			Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+			Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		})
 	}
 	c := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(objs...).

@@ -72,7 +72,9 @@ func (ca *testCA) issue(t *testing.T, cn string, dns []string, usage x509.ExtKey
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
 }
 
-type tlsAdmin struct{ rolisv1.UnimplementedAdminServer }
+type tlsAdmin struct {
+	rolisv1.UnimplementedAdminServer
+}
 
 func (tlsAdmin) Status(context.Context, *rolisv1.StatusRequest) (*rolisv1.StatusResponse, error) {
 	return &rolisv1.StatusResponse{Id: 1, Role: rolisv1.Role_FOLLOWER, Healthy: true}, nil
