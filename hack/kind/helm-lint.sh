@@ -23,7 +23,7 @@ if [ -d "$ROOT/config/default" ]; then
   step "kustomize build config/default" sh -c "kustomize build '$ROOT/config/default' >'$out/kustomize.yaml'"
 fi
 if docker_ok && kubectl get --raw /readyz >/dev/null 2>&1; then
-  helm template rolis "$CHART" -n default "${ALL_ON[@]}" --set metrics.serviceMonitor.enabled=false >"$out/dry-run.yaml"
+  helm template rolis "$CHART" -n default "${ALL_ON[@]}" --skip-tests --set metrics.serviceMonitor.enabled=false >"$out/dry-run.yaml"
   step "server-side dry run on kind-$KIND_CLUSTER" sh -c \
     "'$K8S_BIN/kubectl' --context kind-$KIND_CLUSTER apply --dry-run=server -f '$out/dry-run.yaml' >/dev/null"
 fi
