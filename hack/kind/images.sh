@@ -4,8 +4,8 @@
 #   rolis/rolisd        --target rolisd     bin/rolisd
 #   rolis/rolis-operator --target operator  bin/rolis-operator
 #   rolis/rolis-tools   --target tools      bin/rolisctl + kubectl
-# Tag: $IMAGE_TAG, default the chart's appVersion (what the chart deploys),
-# and also :dev, the tag of config/ (kustomize) and config/samples.
+# Tag: $IMAGE_TAG, default the chart's appVersion (what the chart, config/
+# and config/samples deploy).
 # An image whose binary is missing fails alone, with the reason, and the
 # others are still built; the exit status is non-zero if any failed.
 #   hack/kind/images.sh [rolisd] [operator] [tools]   (default: all)
@@ -44,7 +44,7 @@ build_one() { # TARGET
     info "rolisd runtime packages: ${debs:-none}"
     args+=(--build-arg RUNTIME_DEBS="$debs")
   fi
-  docker_build -q "${args[@]}" -t "${IMAGE[$t]}:$TAG" -t "${IMAGE[$t]}:dev" "$ROOT" >/dev/null || return 1
+  docker_build -q "${args[@]}" -t "${IMAGE[$t]}:$TAG" "$ROOT" >/dev/null || return 1
   info "${IMAGE[$t]}:$TAG $(docker image inspect -f '{{.Size}}' "${IMAGE[$t]}:$TAG" | awk '{printf "%d MB", $1/1e6}')"
 }
 
