@@ -8,6 +8,8 @@ package controllers
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 )
@@ -134,6 +137,18 @@ var _ = Describe("Validation by the API server", func() {
 				c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Second}
 			})).To(Succeed())
 		})
+	})
+
+	It("accepts the sample of config/samples", func() {
+		data, err := os.ReadFile(filepath.Join("..", "config", "samples", "db_v1alpha1_roliscluster.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		u := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal(data, &u.Object)).To(Succeed())
+		u.SetNamespace(ns)
+		Expect(k8s.Create(ctx, u)).To(Succeed())
+		c := &dbv1.RolisCluster{}
+		Expect(k8s.Get(ctx, byKey(ns, u.GetName()), c)).To(Succeed())
+		Expect(c.Spec.Replicas).To(Equal(int32(3)))
 	})
 
 	It("rejects turning TLS off", func() {
