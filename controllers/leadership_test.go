@@ -164,6 +164,9 @@ var _ = Describe("Leadership", func() {
 	Context("with a rolisd that has no replication layer (PrepareFailover is UNIMPLEMENTED)", func() {
 		BeforeEach(func() {
 			fc = newFakeCluster(3, true)
+			// A long timeout keeps the backoff (10s, then 20s) well clear of
+			// the test's windows on a loaded machine.
+			c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Second}
 			Expect(k8s.Create(ctx, c)).To(Succeed())
 			startPods(ctx, c, []int32{1, 2, 3}, "rev1", addrOf)
 		})

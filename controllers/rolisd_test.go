@@ -17,9 +17,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 )
@@ -131,6 +133,7 @@ var _ = Describe("Against real rolisd processes", Label("rolisd"), func() {
 		ns := newNamespace(ctx)
 		procs := startRolisd(bin, 3)
 		c := newCluster(ns, "db", 3)
+		c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Second} // backoff well clear of the windows below
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		startPods(ctx, c, []int32{1, 2, 3}, "rev1", func(id int32) string { return procs[id-1].admin })
 

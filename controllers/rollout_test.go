@@ -153,6 +153,7 @@ var _ = Describe("Scaling", func() {
 		ctx := context.Background()
 		ns := newNamespace(ctx)
 		c := newCluster(ns, "db", 1)
+		c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Second} // the backoff base
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		fc := newFakeCluster(1, false)
 		defer fc.stop()
