@@ -108,7 +108,8 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(server.Spec.SecretName).To(Equal("db-server-tls"))
 		Expect(server.Spec.DNSNames).To(ContainElement("*.db-peers." + ns + ".svc.cluster.local"))
 		client := &cmv1.Certificate{}
-		Expect(k8s.Get(ctx, byKey(ns, "db-client"), client)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "db-client"), client) }).Should(Succeed())
+		Expect(client.Spec.SecretName).To(Equal("db-client-tls"))
 
 		sts := &appsv1.StatefulSet{}
 		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "db"), sts) }).Should(Succeed())

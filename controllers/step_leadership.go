@@ -114,7 +114,13 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 			for _, m := range lag {
 				targets = append(targets, s.target(m.ID))
 			}
-			r.driver(c).Announce(ctx, targets, s.members, rec)
+			// Quietly: a member that keeps missing the news would otherwise
+			// make an event at every probe.
+			quiet := r.driver(c)
+			quiet.Observer = nil
+			if errs := quiet.Announce(ctx, targets, s.members, rec); len(errs) > 0 {
+				log.FromContext(ctx).V(1).Info("members did not take the announcement", "errors", errors.Join(errs...).Error())
+			}
 		}
 		return proceed, nil
 
