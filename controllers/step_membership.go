@@ -119,7 +119,9 @@ func (r *Reconciler) changeMembership(ctx context.Context, s *state, ids []int32
 	c := s.cluster
 	members := make([]*rolisv1.Member, 0, len(ids))
 	for _, id := range ids {
-		members = append(members, &rolisv1.Member{Id: uint32(id), Address: specs.PeerAddress(c, id, r.Options)})
+		host := specs.PeerHost(c, id, r.Options)
+		members = append(members, &rolisv1.Member{Id: uint32(id), Address: specs.PeerAddress(c, id, r.Options),
+			AdminAddress: fmt.Sprintf("%s:%d", host, specs.AdminPort), ClientAddress: fmt.Sprintf("%s:%d", host, specs.ClientPort)})
 	}
 	admin, err := r.Dialer.Dial(ctx, s.target(s.leaderID))
 	if err != nil {
