@@ -210,10 +210,13 @@ void RolisServer::Shutdown(std::chrono::milliseconds grace) {
   // In-flight unary calls finish on their own; open interactive transactions
   // are aborted (their next call gets UNAVAILABLE).
   if (node_) node_->Stop();
+  spdlog::debug("shutdown: draining done, stopping gRPC servers");
   auto deadline = std::chrono::system_clock::now() + grace;
   if (client_server_) client_server_->Shutdown(deadline);
   if (admin_server_) admin_server_->Shutdown(deadline);
+  spdlog::debug("shutdown: gRPC servers stopped, stopping HTTP");
   if (http_) http_->Stop();
+  spdlog::debug("shutdown: HTTP stopped");
 }
 
 }  // namespace rolis::server

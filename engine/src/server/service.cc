@@ -87,6 +87,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       }
       req.Swap(&request_);
       inflight_++;
+      executing_++;
       MaybeReadLocked();
     }
     Run(req);
@@ -124,8 +125,10 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
   }
 
   // Delivers the response of one request (from Run or a watermark waiter).
-  void Complete(v1::ExecuteResponse&& resp) {
+  // `executed`: it comes straight from Run (not from a watermark waiter).
+  void Complete(v1::ExecuteResponse&& resp, bool executed) {
     std::lock_guard<std::mutex> g(mu_);
+    if (executed) executing_--;
     if (broken_) {
       inflight_--;
       MaybeReadLocked();
@@ -153,7 +156,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start_);
       m->CountRequest(Method::kExecuteStream, resp_.error_code());
       m->AddInflight(-1);
-      r_->Complete(std::move(resp_));
+      r_->Complete(std::move(resp_), false);
       delete this;
     }
 
@@ -178,6 +181,10 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       resp.set_error_message(st.error_message());
       NoteStatus(Method::kExecuteStream, st);
     } else if (cc.commit_ts != 0 && !service_->replicator_->WatermarkCovers(cc.commit_ts)) {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        executing_--;  // waiting for the watermark is not executing
+      }
       auto* w = new Waiter(this, std::move(resp), start);
       if (service_->replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
       return;  // the waiter completes it
@@ -185,15 +192,18 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start);
     m->CountRequest(Method::kExecuteStream, st.error_code());
     m->AddInflight(-1);
-    Complete(std::move(resp));
+    Complete(std::move(resp), true);
   }
 
   void WriteNextLocked() {
     if (writing_ || queue_.empty() || finished_) return;
     writing_ = true;
     grpc::WriteOptions options;
-    // More responses queued behind this one: let gRPC coalesce them.
-    if (queue_.size() > 1) options.set_buffer_hint();
+    // Another response will follow at once (one is queued behind this one,
+    // or a request is executing right now): let gRPC buffer this one and
+    // send them together, one syscall for several responses. Not when the
+    // only others wait for the watermark, which may take a while.
+    if (queue_.size() > 1 || executing_ > 0) options.set_buffer_hint();
     StartWrite(&queue_.front(), options);
   }
 
@@ -226,6 +236,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
   v1::ExecuteRequest request_;              // target of the outstanding read
   std::deque<v1::ExecuteResponse> queue_;   // front is being written
   uint32_t inflight_ = 0;                   // read and not yet written
+  uint32_t executing_ = 0;                  // read and running in Run()
   bool reading_ = false;
   bool writing_ = false;
   bool reads_done_ = false;

@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 #include <set>
 #include <string>
@@ -72,7 +74,10 @@ int HttpGet(int port, const std::string& path, std::string* body) {
 
 class RolisdTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override {}
+
+  // Starts rolisd with the common flags plus `extra`; waits for /healthz.
+  void StartRolisd(std::vector<std::string> extra = {}) {
     client_port_ = FreePort();
     admin_port_ = FreePort();
     metrics_port_ = FreePort();
@@ -87,6 +92,7 @@ class RolisdTest : public ::testing::Test {
         "--max-key-bytes=64",
         "--log-level=warn",
     };
+    args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
@@ -96,12 +102,15 @@ class RolisdTest : public ::testing::Test {
       execv(argv[0], argv.data());
       _exit(127);
     }
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(client_port_), grpc::InsecureChannelCredentials());
-    admin_channel_ =
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(admin_port_), grpc::InsecureChannelCredentials());
+    for (int i = 0; i < 400 && HttpGet(metrics_port_, "/healthz", nullptr) != 200; i++) std::this_thread::sleep_for(50ms);
+    ASSERT_EQ(HttpGet(metrics_port_, "/healthz", nullptr), 200) << "rolisd did not come up";
+  }
+
+  void Connect(std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials()) {
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(client_port_), creds);
+    admin_channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(admin_port_), creds);
     ASSERT_TRUE(channel_->WaitForConnected(std::chrono::system_clock::now() + 20s)) << "rolisd did not come up";
     ASSERT_TRUE(admin_channel_->WaitForConnected(std::chrono::system_clock::now() + 10s));
-    for (int i = 0; i < 100 && HttpGet(metrics_port_, "/healthz", nullptr) != 200; i++) std::this_thread::sleep_for(50ms);
     stub_ = rolis::v1::Rolis::NewStub(channel_);
     admin_ = rolis::v1::Admin::NewStub(admin_channel_);
   }
@@ -193,6 +202,8 @@ class RolisdTest : public ::testing::Test {
 };
 
 TEST_F(RolisdTest, ServesTheClientAdminHealthAndMetricsApisAndStopsCleanlyOnSigterm) {
+  StartRolisd();
+  Connect();
   // Put / Get, one-shot and interactive.
   ASSERT_TRUE(Put("hello", "world").ok());
   EXPECT_EQ(Get("hello"), "world");
@@ -319,6 +330,108 @@ TEST_F(RolisdTest, ServesTheClientAdminHealthAndMetricsApisAndStopsCleanlyOnSigt
   uint64_t open = Begin();
   ASSERT_TRUE(TxnPut(open, "never", "committed").ok());
   EXPECT_EQ(Terminate(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// TLS: certificates made with the openssl command line.
+
+std::string ReadFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  fclose(f);
+  return out;
+}
+
+bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+// Makes <dir>/<ca>.pem/.key, and <dir>/<name>.pem/.key signed by it.
+bool MakeCa(const std::string& dir, const std::string& ca) {
+  return Sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + ca + " -keyout " + dir + "/" + ca +
+            ".key -out " + dir + "/" + ca + ".pem");
+}
+bool MakeCert(const std::string& dir, const std::string& ca, const std::string& name, bool server) {
+  std::string ext = dir + "/" + name + ".ext";
+  FILE* f = fopen(ext.c_str(), "w");
+  if (f == nullptr) return false;
+  fprintf(f, server ? "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+                    : "extendedKeyUsage=clientAuth\n");
+  fclose(f);
+  return Sh("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + dir + "/" + name + ".key -out " +
+            dir + "/" + name + ".csr") &&
+         Sh("openssl x509 -req -days 2 -in " + dir + "/" + name + ".csr -CA " + dir + "/" + ca + ".pem -CAkey " + dir +
+            "/" + ca + ".key -CAcreateserial -extfile " + ext + " -out " + dir + "/" + name + ".pem");
+}
+
+std::shared_ptr<grpc::ChannelCredentials> Tls(const std::string& dir, const std::string& ca, const std::string& client) {
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = ReadFile(dir + "/" + ca + ".pem");
+  if (!client.empty()) {
+    o.pem_cert_chain = ReadFile(dir + "/" + client + ".pem");
+    o.pem_private_key = ReadFile(dir + "/" + client + ".key");
+  }
+  return grpc::SslCredentials(o);
+}
+
+bool AdminReaches(int port, std::shared_ptr<grpc::ChannelCredentials> creds) {
+  auto ch = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), creds);
+  auto stub = rolis::v1::Admin::NewStub(ch);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  rolis::v1::StatusResponse resp;
+  return stub->Status(&ctx, rolis::v1::StatusRequest(), &resp).ok();
+}
+
+bool Reaches(int port, std::shared_ptr<grpc::ChannelCredentials> creds) {
+  auto ch = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), creds);
+  auto stub = rolis::v1::Rolis::NewStub(ch);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  rolis::v1::ExecuteRequest req;
+  auto* op = req.add_ops();
+  op->set_kind(rolis::v1::Op::PUT);
+  op->set_key("tls");
+  op->set_value("ok");
+  rolis::v1::ExecuteResponse resp;
+  return stub->Execute(&ctx, req, &resp).ok();
+}
+
+TEST_F(RolisdTest, MutualTlsRefusesClientsWithoutAGoodCertificateAndPicksUpRotatedFiles) {
+  char tmpl[] = "/tmp/rolisd-tls-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  ASSERT_TRUE(MakeCa(dir, "ca") && MakeCert(dir, "ca", "server", true) && MakeCert(dir, "ca", "client", false));
+  ASSERT_TRUE(MakeCa(dir, "other") && MakeCert(dir, "other", "stranger", false));
+  // The files rolisd watches.
+  ASSERT_TRUE(Sh("cp " + dir + "/server.pem " + dir + "/tls.crt && cp " + dir + "/server.key " + dir +
+                 "/tls.key && cp " + dir + "/ca.pem " + dir + "/tls-ca.pem"));
+  StartRolisd({"--tls-cert=" + dir + "/tls.crt", "--tls-key=" + dir + "/tls.key", "--tls-ca=" + dir + "/tls-ca.pem",
+               "--tls-refresh-interval=1s"});
+
+  EXPECT_TRUE(Reaches(client_port_, Tls(dir, "ca", "client")));
+  EXPECT_FALSE(Reaches(client_port_, Tls(dir, "ca", "")));           // no client certificate
+  EXPECT_FALSE(Reaches(client_port_, Tls(dir, "ca", "stranger")));   // client certificate of another CA
+  EXPECT_FALSE(Reaches(client_port_, Tls(dir, "other", "client")));  // the client does not trust the server
+  EXPECT_FALSE(Reaches(client_port_, grpc::InsecureChannelCredentials()));
+  EXPECT_TRUE(AdminReaches(admin_port_, Tls(dir, "ca", "client")));
+  EXPECT_FALSE(AdminReaches(admin_port_, Tls(dir, "ca", "")));
+
+  // cert-manager style rotation to a new CA: new connections use the new files.
+  ASSERT_TRUE(MakeCert(dir, "other", "server2", true));
+  ASSERT_TRUE(Sh("cp " + dir + "/server2.key " + dir + "/tls.key && cp " + dir + "/server2.pem " + dir +
+                 "/tls.crt && cp " + dir + "/other.pem " + dir + "/tls-ca.pem"));
+  bool rotated = false;
+  for (int i = 0; i < 40 && !rotated; i++) {
+    std::this_thread::sleep_for(250ms);
+    rotated = Reaches(client_port_, Tls(dir, "other", "stranger"));
+  }
+  EXPECT_TRUE(rotated);
+  EXPECT_FALSE(Reaches(client_port_, Tls(dir, "ca", "client")));
+  EXPECT_EQ(Terminate(), 0);
+  Sh("rm -rf " + dir);
 }
 
 }  // namespace
