@@ -20,6 +20,15 @@ inline void* Alloc(size_t n) {
 #endif
 }
 
+// Aligned to `align` (a power of two, at most 4096); n a multiple of it.
+inline void* AllocAligned(size_t n, size_t align) {
+#ifdef ROLIS_USE_MIMALLOC
+  return mi_malloc_aligned(n, align);
+#else
+  return std::aligned_alloc(align, n);
+#endif
+}
+
 // Zeroed, aligned to `align` (a power of two, at most 4096).
 inline void* AllocZeroedAligned(size_t n, size_t align) {
 #ifdef ROLIS_USE_MIMALLOC

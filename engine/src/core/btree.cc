@@ -66,7 +66,11 @@ restart:
     const Inner* in = static_cast<const Inner*>(node);
     int idx = InnerChildIndex(in, ClampCount(Ld(in->count), kInnerCap), k);
     NodeBase* child = Ld(in->children[idx]);
-    if (!Validate(in, v)) goto restart;
+    // Any non-null child pointer is safe to follow (nodes are never freed);
+    // checking the parent after reading the child's version proves it was
+    // the right child at that moment.
+    if (child == nullptr) goto restart;
+    PrefetchNode(child);
     uint64_t cv = child->version.load(std::memory_order_acquire);
     if (IsLocked(cv) || !Validate(in, v)) {
       CpuRelax();
@@ -105,8 +109,8 @@ bool BTree::Remove(const KeyRef& k, const Record* expected) {
     }
     if (!TryUpgrade(leaf, v)) continue;
     for (int i = pos; i + 1 < n; ++i) {
-      St(leaf->keys[i].s0, leaf->keys[i + 1].s0);
-      St(leaf->keys[i].s1, leaf->keys[i + 1].s1);
+      St(leaf->s0[i], leaf->s0[i + 1]);
+      St(leaf->s1[i], leaf->s1[i + 1]);
       St(leaf->lens[i], leaf->lens[i + 1]);
       St(leaf->vals[i], leaf->vals[i + 1]);
     }
@@ -117,12 +121,13 @@ bool BTree::Remove(const KeyRef& k, const Record* expected) {
   }
 }
 
-Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent) {
+Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent, bool append) {
   int n = leaf->count;
-  int half = n / 2;
+  int half = append ? n - 1 : n / 2;
   Leaf* nl = NewLeaf();
   for (int i = half; i < n; ++i) {
-    nl->keys[i - half] = leaf->keys[i];
+    nl->s0[i - half] = leaf->s0[i];
+    nl->s1[i - half] = leaf->s1[i];
     nl->lens[i - half] = leaf->lens[i];
     nl->vals[i - half] = leaf->vals[i];
   }
@@ -141,8 +146,6 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent) {
   St(leaf->next, nl);
   for (int i = half; i < n; ++i) {
     St(leaf->vals[i], nullptr);
-    St(leaf->keys[i].s0, 0);
-    St(leaf->keys[i].s1, 0);
     St(leaf->lens[i], 0);
   }
   St(leaf->count, half);
@@ -154,18 +157,19 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent) {
   return nl;
 }
 
-void BTree::SplitInnerLocked(Inner* in, Inner* parent) {
+void BTree::SplitInnerLocked(Inner* in, Inner* parent, bool append) {
   int n = in->count;
-  int mid = n / 2;
+  int mid = append ? n - 1 : n / 2;
   Inner* ni = NewInner();
   for (int i = mid + 1; i < n; ++i) {
-    ni->keys[i - mid - 1] = in->keys[i];
+    ni->s0[i - mid - 1] = in->s0[i];
+    ni->s1[i - mid - 1] = in->s1[i];
     ni->lens[i - mid - 1] = in->lens[i];
     ni->full[i - mid - 1] = in->full[i];
   }
   for (int i = mid + 1; i <= n; ++i) ni->children[i - mid - 1] = in->children[i];
   ni->count = static_cast<uint16_t>(n - mid - 1);
-  Sep up{in->keys[mid].s0, in->keys[mid].s1, in->lens[mid], in->full[mid]};
+  Sep up{in->s0[mid], in->s1[mid], in->lens[mid], in->full[mid]};
   St(in->count, mid);
   for (int i = mid; i < n; ++i) {
     St(in->full[i], nullptr);
@@ -183,14 +187,14 @@ void BTree::AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBa
   int j = 0;
   while (j <= n && parent->children[j] != left) ++j;
   for (int i = n; i > j; --i) {
-    St(parent->keys[i].s0, parent->keys[i - 1].s0);
-    St(parent->keys[i].s1, parent->keys[i - 1].s1);
+    St(parent->s0[i], parent->s0[i - 1]);
+    St(parent->s1[i], parent->s1[i - 1]);
     St(parent->lens[i], parent->lens[i - 1]);
     St(parent->full[i], parent->full[i - 1]);
     St(parent->children[i + 1], parent->children[i]);
   }
-  St(parent->keys[j].s0, sep.s0);
-  St(parent->keys[j].s1, sep.s1);
+  St(parent->s0[j], sep.s0);
+  St(parent->s1[j], sep.s1);
   St(parent->lens[j], sep.len);
   St(parent->full[j], sep.full);
   St(parent->children[j + 1], right);
@@ -199,7 +203,8 @@ void BTree::AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBa
 
 void BTree::NewRootLocked(NodeBase* left, const Sep& sep, NodeBase* right) {
   Inner* r = NewInner();
-  r->keys[0] = {sep.s0, sep.s1};
+  r->s0[0] = sep.s0;
+  r->s1[0] = sep.s1;
   r->lens[0] = sep.len;
   r->full[0] = sep.full;
   r->children[0] = left;
@@ -213,7 +218,7 @@ namespace {
 std::string SepBytes(const Inner* in, int i) {
   if (in->full[i]) return std::string(in->full[i]->data(), in->full[i]->len);
   char buf[16];
-  uint64_t a = __builtin_bswap64(in->keys[i].s0), b = __builtin_bswap64(in->keys[i].s1);
+  uint64_t a = __builtin_bswap64(in->s0[i]), b = __builtin_bswap64(in->s1[i]);
   std::memcpy(buf, &a, 8);
   std::memcpy(buf + 8, &b, 8);
   return std::string(buf, in->lens[i]);
@@ -226,7 +231,7 @@ bool CheckNode(const NodeBase* n, const std::string* lo, const std::string* hi, 
     for (int i = 0; i < l->count; ++i) {
       std::string_view k = l->vals[i]->key();
       KeyRef kr(k);
-      if (l->keys[i].s0 != kr.s0 || l->keys[i].s1 != kr.s1 || l->lens[i] != kr.len) {
+      if (l->s0[i] != kr.s0 || l->s1[i] != kr.s1 || l->lens[i] != kr.len) {
         *why = "leaf slot does not match its record's key";
         return false;
       }

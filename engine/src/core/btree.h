@@ -33,29 +33,28 @@
 namespace rolis::core {
 
 inline constexpr int kLeafCap = 32;
-inline constexpr int kInnerCap = 32;
+inline constexpr int kInnerCap = 64;
 
 inline void CpuRelax() { _mm_pause(); }
 
 // Version word: bit 1 = write-locked. Lock adds 2, unlock adds 2, so every
 // write moves the version by 4 and a reader that saw an unlocked version v
 // knows the node is unchanged iff it still reads v.
-struct alignas(64) NodeBase {
+struct NodeBase {
   std::atomic<uint64_t> version{0};
   uint16_t count = 0;
   bool is_leaf = false;
 };
 
-struct Slice16 {
-  uint64_t s0;
-  uint64_t s1;
-};
-
-struct Leaf : NodeBase {
+// Nodes keep their keys as arrays (structure of arrays): a search first
+// runs a branchless binary search over the first 8-byte slices, which sit
+// in four consecutive cache lines, and compares further only on ties.
+struct alignas(64) Leaf : NodeBase {
   Leaf* next;
-  Slice16 keys[kLeafCap];
-  uint16_t lens[kLeafCap];
+  alignas(64) uint64_t s0[kLeafCap];
+  uint64_t s1[kLeafCap];
   Record* vals[kLeafCap];
+  uint16_t lens[kLeafCap];
 };
 
 // A separator longer than 16 bytes, owned by the inner node that holds it.
@@ -64,11 +63,13 @@ struct SepKey {
   const char* data() const { return reinterpret_cast<const char*>(this + 1); }
 };
 
-struct Inner : NodeBase {
-  Slice16 keys[kInnerCap];  // separators; child i holds keys in [sep[i-1], sep[i])
-  uint16_t lens[kInnerCap];
-  const SepKey* full[kInnerCap];  // non-null iff lens[i] > 16
+struct alignas(64) Inner : NodeBase {
+  // Separators; child i holds keys in [sep[i-1], sep[i]).
+  alignas(64) uint64_t s0[kInnerCap];
+  uint64_t s1[kInnerCap];
   NodeBase* children[kInnerCap + 1];
+  const SepKey* full[kInnerCap];  // non-null iff lens[i] > 16
+  uint16_t lens[kInnerCap];
 };
 
 inline bool IsLocked(uint64_t v) { return (v & 2) != 0; }
@@ -95,31 +96,75 @@ inline void UnlockNode(NodeBase* n) { n->version.fetch_add(2, std::memory_order_
 
 inline int ClampCount(int n, int cap) { return n > cap ? cap : n; }
 
+// Starts fetching the lines a search of `n` reads (header and s0 array),
+// so their misses overlap instead of following one another.
+// (Inline asm: GCC 12 silently drops __builtin_prefetch here once inlined.)
+inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
+inline void PrefetchNode(const NodeBase* n) {
+  const char* p = reinterpret_cast<const char*>(n);
+  PrefetchLine(p);
+  PrefetchLine(p + 64);
+  PrefetchLine(p + 128);
+  PrefetchLine(p + 192);
+  PrefetchLine(p + 256);
+  PrefetchLine(p + 320);
+}
+
+// Branchless: first i in [0, n) with a[i] >= x (n if none).
+inline int LowerBoundU64(const uint64_t* a, int n, uint64_t x) {
+  if (n <= 0) return 0;
+  const uint64_t* base = a;
+  int len = n;
+  while (len > 1) {
+    int half = len >> 1;
+    base = (Ld(base[half - 1]) < x) ? base + half : base;
+    len -= half;
+  }
+  return static_cast<int>(base - a) + (Ld(*base) < x ? 1 : 0);
+}
+
+// Branchless: first i in [0, n) with a[i] > x (n if none).
+inline int UpperBoundU64(const uint64_t* a, int n, uint64_t x) {
+  if (n <= 0) return 0;
+  const uint64_t* base = a;
+  int len = n;
+  while (len > 1) {
+    int half = len >> 1;
+    base = (Ld(base[half - 1]) <= x) ? base + half : base;
+    len -= half;
+  }
+  return static_cast<int>(base - a) + (Ld(*base) <= x ? 1 : 0);
+}
+
 inline int CompareLeafSlot(const Leaf* l, int i, const KeyRef& k) {
-  return CompareStored(Ld(l->keys[i].s0), Ld(l->keys[i].s1), Ld(l->lens[i]), k,
-                       [&](const char** p, uint32_t* n) {
-                         const Record* r = Ld(l->vals[i]);
-                         if (!r) return false;
-                         *p = r->key_data();
-                         *n = r->key_len;
-                         return true;
-                       });
+  return CompareStored(Ld(l->s0[i]), Ld(l->s1[i]), Ld(l->lens[i]), k, [&](const char** p, uint32_t* n) {
+    const Record* r = Ld(l->vals[i]);
+    if (!r) return false;
+    *p = r->key_data();
+    *n = r->key_len;
+    return true;
+  });
 }
 
 inline int CompareInnerSlot(const Inner* in, int i, const KeyRef& k) {
-  return CompareStored(Ld(in->keys[i].s0), Ld(in->keys[i].s1), Ld(in->lens[i]), k,
-                       [&](const char** p, uint32_t* n) {
-                         const SepKey* f = Ld(in->full[i]);
-                         if (!f) return false;
-                         *p = f->data();
-                         *n = f->len;
-                         return true;
-                       });
+  return CompareStored(Ld(in->s0[i]), Ld(in->s1[i]), Ld(in->lens[i]), k, [&](const char** p, uint32_t* n) {
+    const SepKey* f = Ld(in->full[i]);
+    if (!f) return false;
+    *p = f->data();
+    *n = f->len;
+    return true;
+  });
 }
 
 // First slot whose key is >= k; *exact if that slot's key equals k.
 inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
-  int lo = 0, hi = n;
+  int lo = LowerBoundU64(l->s0, n, k.s0);
+  if (lo == n || Ld(l->s0[lo]) != k.s0) {
+    *exact = false;
+    return lo;
+  }
+  // Ties on the first slice: binary search the tied run with full compares.
+  int hi = lo + UpperBoundU64(l->s0 + lo, n - lo, k.s0);
   int found = 0;
   while (lo < hi) {
     int mid = (lo + hi) >> 1;
@@ -131,13 +176,15 @@ inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
       found = (c == 0);
     }
   }
-  *exact = found && lo < n;
+  *exact = found != 0;
   return lo;
 }
 
 // Index of the child that covers k: the number of separators <= k.
 inline int InnerChildIndex(const Inner* in, int n, const KeyRef& k) {
-  int lo = 0, hi = n;
+  int lo = LowerBoundU64(in->s0, n, k.s0);
+  if (lo == n || Ld(in->s0[lo]) != k.s0) return lo;
+  int hi = lo + UpperBoundU64(in->s0 + lo, n - lo, k.s0);
   while (lo < hi) {
     int mid = (lo + hi) >> 1;
     if (CompareInnerSlot(in, mid, k) <= 0) {
@@ -197,8 +244,11 @@ class BTree {
     const SepKey* full;
   };
   Leaf* FindLeaf(const KeyRef& k, uint64_t* version) const;
-  Leaf* SplitLeafLocked(Leaf* leaf, Inner* parent);
-  void SplitInnerLocked(Inner* node, Inner* parent);
+  // `append` means the key that caused the split sorts after every key in
+  // the node: then the split leaves the old node full and starts a new one
+  // (sequential loads fill nodes instead of leaving them half empty).
+  Leaf* SplitLeafLocked(Leaf* leaf, Inner* parent, bool append);
+  void SplitInnerLocked(Inner* node, Inner* parent, bool append);
   void AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBase* right);
   void NewRootLocked(NodeBase* left, const Sep& sep, NodeBase* right);
   static void FreeSubtree(NodeBase* n);
@@ -222,6 +272,7 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
       Inner* in = static_cast<Inner*>(node);
       if (Ld(in->count) == kInnerCap) {
         // Split full inner nodes on the way down.
+        const bool append = InnerChildIndex(in, kInnerCap, k) == kInnerCap;
         if (parent && !TryUpgrade(parent, pv)) {
           restart = true;
           break;
@@ -231,7 +282,7 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
           restart = true;
           break;
         }
-        SplitInnerLocked(in, parent);
+        SplitInnerLocked(in, parent, append);
         UnlockNode(in);
         if (parent) UnlockNode(parent);
         restart = true;
@@ -239,10 +290,11 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
       }
       int idx = InnerChildIndex(in, ClampCount(Ld(in->count), kInnerCap), k);
       NodeBase* child = Ld(in->children[idx]);
-      if (!Validate(in, v)) {
+      if (child == nullptr) {  // a torn read; nodes are never freed, so any non-null pointer is safe
         restart = true;
         break;
       }
+      PrefetchNode(child);
       uint64_t cv = child->version.load(std::memory_order_acquire);
       if (IsLocked(cv) || !Validate(in, v)) {
         CpuRelax();
@@ -271,7 +323,7 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
         if (parent) UnlockNode(parent);
         continue;
       }
-      Leaf* nl = SplitLeafLocked(leaf, parent);
+      Leaf* nl = SplitLeafLocked(leaf, parent, pos == n);
       UnlockNode(leaf);
       if (parent) UnlockNode(parent);
       if (obs) obs->OnLeafSplit(leaf, v, v + 4, nl, 0);
@@ -279,13 +331,13 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
     }
     if (!TryUpgrade(leaf, v)) continue;
     for (int i = n; i > pos; --i) {
-      St(leaf->keys[i].s0, leaf->keys[i - 1].s0);
-      St(leaf->keys[i].s1, leaf->keys[i - 1].s1);
+      St(leaf->s0[i], leaf->s0[i - 1]);
+      St(leaf->s1[i], leaf->s1[i - 1]);
       St(leaf->lens[i], leaf->lens[i - 1]);
       St(leaf->vals[i], leaf->vals[i - 1]);
     }
-    St(leaf->keys[pos].s0, k.s0);
-    St(leaf->keys[pos].s1, k.s1);
+    St(leaf->s0[pos], k.s0);
+    St(leaf->s1[pos], k.s1);
     St(leaf->lens[pos], k.len);
     St(leaf->vals[pos], rec);
     St(leaf->count, n + 1);
@@ -319,6 +371,7 @@ void BTree::Scan(const KeyRef& start, F&& f) const {
       }
       if (!next) return;
       leaf = next;
+      PrefetchNode(leaf);
       v = WaitUnlocked(leaf);
     }
   }

@@ -121,12 +121,16 @@ Status DatabaseImpl::ApplyReplicated(Worker* worker, const WriteRecord& write, u
     return Status::InvalidArgument("value of " + std::to_string(write.value.size()) +
                                    " bytes exceeds max_value_bytes=" + std::to_string(lim.max_value_bytes));
   }
+  if (order_epoch > UINT32_MAX) return Status::InvalidArgument("replication epoch exceeds 2^32-1");
   if (w->txn_open_) return Status::FailedPrecondition("worker has an open transaction");
   w->Enter(false);
   return w->ApplyReplicated(t, write, order_epoch, order_ts);
 }
 
-void DatabaseImpl::SetReplicationEpoch(uint64_t epoch) { repl_epoch_.store(epoch, std::memory_order_release); }
+void DatabaseImpl::SetReplicationEpoch(uint64_t epoch) {
+  // Records keep 32 bits of it (Paxos epochs count failovers).
+  repl_epoch_.store(std::min<uint64_t>(epoch, UINT32_MAX), std::memory_order_release);
+}
 
 void DatabaseImpl::SetReplayHorizon(uint64_t epoch, uint64_t ts) {
   std::lock_guard<std::mutex> lk(horizon_mu_);

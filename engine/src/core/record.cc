@@ -7,31 +7,32 @@
 
 namespace rolis::core {
 
-Record* NewRecord(uint32_t table_id, std::string_view key, uint32_t value_cap) {
+Record* NewRecord(std::string_view key, uint32_t value_cap) {
   uint32_t cap = (value_cap + 7u) & ~7u;
   if (cap < 8) cap = 8;
   size_t key_space = (key.size() + 7u) & ~size_t{7};
-  void* mem = Alloc(sizeof(Record) + key_space + cap);
+  // Whole cache lines; the slack becomes inline value room.
+  size_t size = (sizeof(Record) + cap + key_space + 63u) & ~size_t{63};
+  cap = static_cast<uint32_t>(size - sizeof(Record) - key_space);
+  void* mem = AllocAligned(size, 64);
   if (!mem) throw std::bad_alloc();
   Record* r = static_cast<Record*>(mem);
   r->word.store(tid::kLatest | tid::kAbsent, std::memory_order_relaxed);
   r->ts = 0;
   r->chain.store(nullptr, std::memory_order_relaxed);
-  r->repl_epoch = 0;
   r->epoch = 0;
+  r->repl_epoch = 0;
   r->vlen = 0;
   r->inline_cap = cap;
   r->key_len = static_cast<uint16_t>(key.size());
   r->flags = 0;
-  r->table_id = table_id;
-  std::memcpy(reinterpret_cast<char*>(r + 1), key.data(), key.size());
-  r->vdata = r->inline_value();
+  std::memcpy(const_cast<char*>(r->key_data()), key.data(), key.size());
   return r;
 }
 
 void FreeRecord(Record* r) {
   FreeVersionChain(r->chain.load(std::memory_order_relaxed));
-  if (r->vdata != r->inline_value()) FreeHeapValue(r->vdata);
+  if (r->flags & kFlagHeapValue) FreeHeapValue(r->ValuePtrLocked());
   Free(r);
 }
 

@@ -68,35 +68,46 @@ struct HeapValue {
 // Record flags (changed only under the record lock).
 inline constexpr uint16_t kFlagGcQueued = 1;        // on some worker's absent queue
 inline constexpr uint16_t kFlagReplTombstone = 2;   // absent because of a replicated delete
+inline constexpr uint16_t kFlagHeapValue = 4;       // the value lives in a HeapValue (see Record)
 
+// Layout, 64-byte aligned: a 48-byte header, the inline value area, then the
+// key. A record with a short key and value (8 + 8 bytes) is one cache line,
+// and a reader of the newest version touches only the first line or two.
 struct Record {
   std::atomic<uint64_t> word;
   uint64_t ts;                  // full commit ts of the newest version
   std::atomic<Version*> chain;  // older versions, newest first
-  uint64_t repl_epoch;          // replication epoch of the newest version
   uint64_t epoch;               // snapshot epoch of the newest version
-  char* vdata;                  // inline_value() or a HeapValue's data
+  uint32_t repl_epoch;          // replication epoch of the newest version
   uint32_t vlen;
-  uint32_t inline_cap;
+  uint32_t inline_cap;          // bytes of inline value area (a multiple of 8, >= 8)
   uint16_t key_len;
   uint16_t flags;
-  uint32_t table_id;
-  // Followed by key_len key bytes, padding to 8, inline_cap value bytes.
+  // Followed by inline_cap value bytes, then key_len key bytes. With
+  // kFlagHeapValue the first 8 inline bytes hold the HeapValue data pointer.
 
-  const char* key_data() const { return reinterpret_cast<const char*>(this + 1); }
+  char* inline_value() { return reinterpret_cast<char*>(this + 1); }
+  const char* inline_value() const { return reinterpret_cast<const char*>(this + 1); }
+  const char* key_data() const { return inline_value() + inline_cap; }
   std::string_view key() const { return {key_data(), key_len}; }
-  char* inline_value() { return reinterpret_cast<char*>(this + 1) + ((key_len + 7u) & ~7u); }
-  const char* inline_value() const {
-    return reinterpret_cast<const char*>(this + 1) + ((key_len + 7u) & ~7u);
+
+  // Where the value lives, as an optimistic reader sees it (re-check the
+  // word afterwards). The flag is published with release after the pointer.
+  const char* ValuePtr() const {
+    if (__atomic_load_n(&flags, __ATOMIC_ACQUIRE) & kFlagHeapValue) {
+      return __atomic_load_n(reinterpret_cast<char* const*>(inline_value()), __ATOMIC_RELAXED);
+    }
+    return inline_value();
   }
-  // Capacity of the buffer `p` (a value pointer read from vdata).
+  char* ValuePtrLocked() { return const_cast<char*>(static_cast<const Record*>(this)->ValuePtr()); }
+  // Capacity of the buffer `p` returned by ValuePtr.
   uint32_t CapacityOf(const char* p) const { return p == inline_value() ? inline_cap : HeapValue::Of(p)->cap; }
 };
-static_assert(sizeof(Record) == 64, "record header is one cache line");
+static_assert(sizeof(Record) == 48, "record header is 48 bytes");
 
 // A fresh record: absent, latest, unlocked, ts 0, epoch 0, with room for a
 // value of `value_cap` bytes inline.
-Record* NewRecord(uint32_t table_id, std::string_view key, uint32_t value_cap);
+Record* NewRecord(std::string_view key, uint32_t value_cap);
 // Frees the record, its heap value and its whole version chain.
 void FreeRecord(Record* r);
 Version* NewVersion(uint64_t ts, uint64_t epoch, uint64_t repl_epoch, bool absent, const char* data,

@@ -2,12 +2,34 @@
 #include <cstring>
 #include <span>
 
+#include "alloc.h"
 #include "txn_impl.h"
 
 namespace rolis::core {
 namespace {
 
 Status NotFoundStatus() { return Status(StatusCode::kNotFound, "key not found"); }
+
+// out = [p, p + len), without the general string replace path when the
+// buffer is already large enough (the common case for a reused buffer).
+inline void CopyValue(std::string* out, const char* p, size_t len) {
+  if (len <= out->capacity()) {
+    out->resize(len);
+    std::memcpy(out->data(), p, len);
+  } else {
+    out->assign(p, len);
+  }
+}
+
+struct TxnBlockCache {
+  static constexpr int kMax = 4;
+  void* blocks[kMax];
+  int n = 0;
+  ~TxnBlockCache() {
+    while (n > 0) Free(blocks[--n]);
+  }
+};
+thread_local TxnBlockCache txn_blocks;
 
 // Consistent read of a record's newest version (OCC). Copies the value into
 // *out when present and out is non-null. False if the record has been
@@ -22,10 +44,10 @@ bool ReadLatest(Record* r, std::string* out, uint64_t* word, uint64_t* ts, uint6
     }
     if (!(w1 & tid::kLatest)) return false;
     if (!(w1 & tid::kAbsent) && out) {
-      const char* p = Ld(r->vdata);
+      const char* p = r->ValuePtr();
       uint32_t len = Ld(r->vlen);
       if (len > r->CapacityOf(p)) continue;  // torn
-      out->assign(p, len);
+      CopyValue(out, p, len);
     }
     uint64_t t = Ld(r->ts);
     uint64_t re = Ld(r->repl_epoch);
@@ -52,10 +74,10 @@ bool ReadSnapshot(Record* r, uint64_t S, std::string* out, uint64_t* ts) {
     if (Ld(r->epoch) <= S) {
       bool present = !(w1 & tid::kAbsent);
       if (present && out) {
-        const char* p = Ld(r->vdata);
+        const char* p = r->ValuePtr();
         uint32_t len = Ld(r->vlen);
         if (len > r->CapacityOf(p)) continue;
-        out->assign(p, len);
+        CopyValue(out, p, len);
       }
       uint64_t t = Ld(r->ts);
       std::atomic_thread_fence(std::memory_order_acquire);
@@ -73,7 +95,7 @@ bool ReadSnapshot(Record* r, uint64_t S, std::string* out, uint64_t* ts) {
       *ts = v ? v->ts : 0;
       return false;
     }
-    if (out) out->assign(v->data(), v->len);
+    if (out) CopyValue(out, v->data(), v->len);
     *ts = v->ts;
     return true;
   }
@@ -99,7 +121,25 @@ void TxnImpl::NodeSetFixup::OnLeafSplit(Leaf* l, uint64_t before, uint64_t after
   if (hit) nodes->push_back({nl, nv});
 }
 
-TxnImpl::TxnImpl(WorkerImpl* w, Mode mode) : w_(w), db_(w->db()), mode_(mode) {
+void* TxnImpl::operator new(size_t n) {
+  TxnBlockCache& c = txn_blocks;
+  if (c.n > 0) return c.blocks[--c.n];
+  void* p = Alloc(n);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+void TxnImpl::operator delete(void* p) {
+  TxnBlockCache& c = txn_blocks;
+  if (c.n < TxnBlockCache::kMax) {
+    c.blocks[c.n++] = p;
+  } else {
+    Free(p);
+  }
+}
+
+TxnImpl::TxnImpl(WorkerImpl* w, Mode mode)
+    : w_(w), db_(w->db()), limits_(&w->db()->options().limits), mode_(mode) {
   if (mode == Mode::kReadOnly) snap_ = w->RegisterSnapshot();
   repl_epoch_ = db_->repl_epoch_.load(std::memory_order_acquire);
 }
@@ -119,17 +159,20 @@ Status TxnImpl::NotUsable() const {
 }
 
 Status TxnImpl::CheckTableAndKey(Table* table, std::string_view key, TableImpl** t) const {
+  if (__builtin_expect(usable() && table != nullptr && !key.empty() && key.size() <= limits_->max_key_bytes, 1)) {
+    *t = db_->Resolve(table);
+    if (__builtin_expect(*t != nullptr, 1)) return Status::OK();
+  }
+  return BadTableOrKey(table, key);
+}
+
+Status TxnImpl::BadTableOrKey(Table* table, std::string_view key) const {
   if (!usable()) return NotUsable();
   if (table == nullptr) return Status::InvalidArgument("table is null");
-  *t = db_->Resolve(table);
-  if (*t == nullptr) return Status::InvalidArgument("table does not belong to this database");
+  if (db_->Resolve(table) == nullptr) return Status::InvalidArgument("table does not belong to this database");
   if (key.empty()) return Status::InvalidArgument("key is empty");
-  const size_t max = db_->options().limits.max_key_bytes;
-  if (key.size() > max) {
-    return Status::InvalidArgument("key of " + std::to_string(key.size()) + " bytes exceeds max_key_bytes=" +
-                                   std::to_string(max));
-  }
-  return Status::OK();
+  return Status::InvalidArgument("key of " + std::to_string(key.size()) + " bytes exceeds max_key_bytes=" +
+                                 std::to_string(limits_->max_key_bytes));
 }
 
 Status TxnImpl::CheckWrite(Table* table, std::string_view key, TableImpl** t) const {
@@ -139,8 +182,8 @@ Status TxnImpl::CheckWrite(Table* table, std::string_view key, TableImpl** t) co
 }
 
 Status TxnImpl::CheckValue(std::string_view value) const {
-  const size_t max = db_->options().limits.max_value_bytes;
-  if (value.size() > max) {
+  const size_t max = limits_->max_value_bytes;
+  if (__builtin_expect(value.size() > max, 0)) {
     return Status::InvalidArgument("value of " + std::to_string(value.size()) +
                                    " bytes exceeds max_value_bytes=" + std::to_string(max));
   }
@@ -148,37 +191,35 @@ Status TxnImpl::CheckValue(std::string_view value) const {
 }
 
 Status TxnImpl::ReadSetFull() const {
-  const size_t max = db_->options().limits.max_read_set;
-  if (w_->reads_.size() < max) return Status::OK();
+  const size_t max = limits_->max_read_set;
+  if (__builtin_expect(w_->reads_.size() < max, 1)) return Status::OK();
   return Status::ResourceExhausted("read set exceeds max_read_set=" + std::to_string(max));
 }
 
 Status TxnImpl::WriteSetFull() const {
-  const size_t max = db_->options().limits.max_write_set;
-  if (w_->writes_.size() < max) return Status::OK();
+  const size_t max = limits_->max_write_set;
+  if (__builtin_expect(w_->writes_.size() < max, 1)) return Status::OK();
   return Status::ResourceExhausted("write set exceeds max_write_set=" + std::to_string(max));
 }
 
 // ------------------------------------------------------------- sets
 
-Record* TxnImpl::FindRecent(const TableImpl* t, std::string_view key) const {
-  // A read-modify-write touches the same key twice: find its record among
-  // the last few accesses instead of descending the index again.
-  constexpr size_t kWindow = 8;
+Record* TxnImpl::FindRecent(const TableImpl* t, const KeyRef& k) const {
+  const uint32_t n = recent_n_ < kRecent ? recent_n_ : kRecent;
   const uint32_t table_id = t->id();
-  auto match = [&](const Record* r) {
-    return r->table_id == table_id && r->key_len == key.size() &&
-           std::memcmp(r->key_data(), key.data(), key.size()) == 0;
-  };
-  const auto& ws = w_->writes_;
-  for (size_t i = ws.size(), stop = i > kWindow ? i - kWindow : 0; i > stop; --i) {
-    if (match(ws[i - 1].rec)) return ws[i - 1].rec;
-  }
-  const auto& rs = w_->reads_;
-  for (size_t i = rs.size(), stop = i > kWindow ? i - kWindow : 0; i > stop; --i) {
-    if (match(rs[i - 1].rec)) return rs[i - 1].rec;
+  for (uint32_t i = 1; i <= n; ++i) {
+    const Recent& e = recent_[(recent_n_ - i) % kRecent];
+    if (e.s0 != k.s0 || e.s1 != k.s1 || e.len != k.len || e.table != table_id) continue;
+    if (k.len <= kInlineKeyBytes ||
+        std::memcmp(e.rec->key_data() + kInlineKeyBytes, k.data + kInlineKeyBytes, k.len - kInlineKeyBytes) == 0) {
+      return e.rec;
+    }
   }
   return nullptr;
+}
+
+void TxnImpl::Remember(const TableImpl* t, const KeyRef& k, Record* r) {
+  recent_[recent_n_++ % kRecent] = {k.s0, k.s1, k.len, t->id(), r};
 }
 
 WriteEntry* TxnImpl::FindWrite(const Record* r) {
@@ -214,7 +255,7 @@ void TxnImpl::AddWrite(const WriteEntry& e) {
 }
 
 Record* TxnImpl::CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool* created) {
-  Record* nr = NewRecord(t->id(), k.view(), value_cap);
+  Record* nr = NewRecord(k.view(), value_cap);
   NodeSetFixup fix{&w_->nodes_};
   Record* existing = t->tree.InsertIfAbsent(k, nr, &fix);
   if (existing) {
@@ -242,7 +283,7 @@ Status TxnImpl::Get(Table* table, std::string_view key, std::string* value) {
     return present ? Status::OK() : NotFoundStatus();
   }
   if (Status s = ReadSetFull(); !s.ok()) return s;
-  Record* r = FindRecent(t, key);
+  Record* r = nullptr;
   bool from_index = false;
   for (;;) {
     if (!r) {
@@ -253,11 +294,12 @@ Status TxnImpl::Get(Table* table, std::string_view key, std::string* value) {
       }
       r = lr.rec;
       from_index = true;
+      Remember(t, k, r);
     }
     if (!w_->writes_.empty()) {
       if (WriteEntry* we = FindWrite(r)) {
         if (we->kind == WriteKind::kDelete) return NotFoundStatus();
-        if (value) value->assign(we->val, we->len);
+        if (value) CopyValue(value, we->val, we->len);
         return Status::OK();
       }
     }
@@ -351,7 +393,7 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
   if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
   if (Status s = CheckValue(value); !s.ok()) return s;
   KeyRef k(key);
-  Record* r = FindRecent(t, key);
+  Record* r = FindRecent(t, k);
   if (!r) r = t->tree.Lookup(k).rec;
   if (r) {
     if (WriteEntry* we = FindWrite(r)) {
@@ -367,6 +409,7 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
   // lock at commit. (If another transaction's record won the race, that one
   // is not in our write set either.)
   if (!r) r = CreatePlaceholder(t, k, static_cast<uint32_t>(value.size()), &created);
+  Remember(t, k, r);
   AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, created});
   return Status::OK();
 }
@@ -376,11 +419,12 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
   if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
   if (Status s = CheckValue(value); !s.ok()) return s;
   KeyRef k(key);
-  Record* r = FindRecent(t, key);
+  Record* r = FindRecent(t, k);
   bool from_index = r == nullptr;
   if (!r) r = t->tree.Lookup(k).rec;
   for (;;) {
     if (r) {
+      Remember(t, k, r);
       if (WriteEntry* we = FindWrite(r)) {
         if (we->kind != WriteKind::kDelete) return Status::AlreadyExists("key already exists");
         we->val = w_->arena_.Copy(value);
@@ -424,7 +468,7 @@ Status TxnImpl::Delete(Table* table, std::string_view key) {
   TableImpl* t;
   if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
   KeyRef k(key);
-  Record* r = FindRecent(t, key);
+  Record* r = FindRecent(t, k);
   bool from_index = false;
   for (;;) {
     if (!r) {
@@ -435,6 +479,7 @@ Status TxnImpl::Delete(Table* table, std::string_view key) {
       }
       r = lr.rec;
       from_index = true;
+      Remember(t, k, r);
     }
     if (WriteEntry* we = FindWrite(r)) {
       if (we->kind == WriteKind::kDelete) return NotFoundStatus();

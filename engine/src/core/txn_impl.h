@@ -22,6 +22,11 @@ class TxnImpl final : public Transaction {
   TxnImpl(WorkerImpl* w, Mode mode);
   ~TxnImpl() override;
 
+  // Transaction objects are recycled through a small per-thread cache: a
+  // transaction per operation would otherwise cost a malloc and a free.
+  static void* operator new(size_t n);
+  static void operator delete(void* p);
+
   Status Get(Table* table, std::string_view key, std::string* value) override;
   Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
               const ScanVisitor& visit) override;
@@ -57,7 +62,9 @@ class TxnImpl final : public Transaction {
   Status ReadSetFull() const;
   Status WriteSetFull() const;
 
-  Record* FindRecent(const TableImpl* t, std::string_view key) const;
+  Record* FindRecent(const TableImpl* t, const KeyRef& k) const;
+  void Remember(const TableImpl* t, const KeyRef& k, Record* r);
+  Status BadTableOrKey(Table* table, std::string_view key) const;
   WriteEntry* FindWrite(const Record* r);
   void AddRead(Record* r, const Observed& o);
   void AddNode(Leaf* leaf, uint64_t version);
@@ -72,8 +79,21 @@ class TxnImpl final : public Transaction {
   Status AbortWith(const char* why);
   void Finish(State s);
 
+  // The last few keys this transaction resolved to records, so that a
+  // read-modify-write finds its record without descending the index again.
+  struct Recent {
+    uint64_t s0, s1;
+    uint32_t len;
+    uint32_t table;
+    Record* rec;
+  };
+  static constexpr uint32_t kRecent = 8;
+
   WorkerImpl* w_;
   DatabaseImpl* db_;
+  const Limits* limits_;
+  Recent recent_[kRecent];
+  uint32_t recent_n_ = 0;
   Mode mode_;
   State state_ = State::kOpen;
   bool doomed_ = false;        // a read saw its record unlinked: commit must abort

@@ -136,20 +136,21 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
   // snapshots at or above it want ours) or it is an absent version with
   // nothing older (the end of a chain already reads as absent).
   if (r->epoch != epoch && !(old_absent && chain == nullptr)) {
-    Version* v = NewVersion(r->ts, r->epoch, r->repl_epoch, old_absent, r->vdata, old_absent ? 0 : r->vlen);
+    Version* v = NewVersion(r->ts, r->epoch, r->repl_epoch, old_absent, r->ValuePtrLocked(), old_absent ? 0 : r->vlen);
     v->prev.store(chain, std::memory_order_relaxed);
     r->chain.store(v, std::memory_order_release);
     chain = v;
     Bump(w->slot().versions, 1);
   }
   if (!absent) {
-    char* dst = r->vdata;
+    char* dst = r->ValuePtrLocked();
     if (len > r->CapacityOf(dst)) {
       uint32_t cap = (len + len / 4 + 15u) & ~15u;
       HeapValue* h = NewHeapValue(cap);
       if (dst != r->inline_value()) w->Retire(dst, RetiredKind::kHeapValue, epoch);
       dst = h->data();
-      St(r->vdata, dst);
+      __atomic_store_n(reinterpret_cast<char**>(r->inline_value()), dst, __ATOMIC_RELAXED);
+      __atomic_store_n(&r->flags, static_cast<uint16_t>(r->flags | kFlagHeapValue), __ATOMIC_RELEASE);
     }
     if (len) std::memcpy(dst, val, len);
     St(r->vlen, len);
@@ -158,7 +159,7 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
   }
   St(r->ts, ts);
   St(r->epoch, epoch);
-  St(r->repl_epoch, repl_epoch);
+  St(r->repl_epoch, static_cast<uint32_t>(repl_epoch));
   if (chain) TrimChain(w, r, min_snap, epoch);
   if (absent) w->QueueAbsentLocked(t, r);
   r->word.store(tid::Make(ts, absent), std::memory_order_release);
@@ -247,7 +248,7 @@ void WorkerImpl::Retire(void* p, RetiredKind kind, uint64_t epoch) {
 
 void WorkerImpl::QueueAbsentLocked(TableImpl* t, Record* r) {
   if (r->flags & kFlagGcQueued) return;
-  r->flags |= kFlagGcQueued;
+  St(r->flags, r->flags | kFlagGcQueued);
   absent_.push_back({t, r, r->epoch, std::string(r->key())});
   Bump(slot_->pending, 1);
 }
@@ -328,7 +329,7 @@ bool WorkerImpl::TryUnlinkAbsent(AbsentEntry& a, uint64_t min_snap) {
     return true;
   }
   if (!(w & tid::kAbsent)) {  // written again: nothing to unlink
-    r->flags &= static_cast<uint16_t>(~kFlagGcQueued);
+    St(r->flags, r->flags & ~kFlagGcQueued);
     UnlockRecord(r, w);
     return true;
   }
@@ -358,7 +359,7 @@ Status WorkerImpl::ApplyReplicated(TableImpl* t, const WriteRecord& write, uint6
     Record* r = t->tree.Lookup(k).rec;
     bool created = false;
     if (!r) {
-      Record* nr = NewRecord(t->id(), write.key, static_cast<uint32_t>(write.value.size()));
+      Record* nr = NewRecord(write.key, static_cast<uint32_t>(write.value.size()));
       Record* existing = t->tree.InsertIfAbsent(k, nr);
       if (existing) {
         FreeRecord(nr);
@@ -384,9 +385,9 @@ Status WorkerImpl::ApplyReplicated(TableImpl* t, const WriteRecord& write, uint6
     uint64_t epoch = db_->epoch_.load(std::memory_order_seq_cst);
     uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
     if (write.is_delete) {
-      r->flags |= kFlagReplTombstone;
+      St(r->flags, r->flags | kFlagReplTombstone);
     } else {
-      r->flags &= static_cast<uint16_t>(~kFlagReplTombstone);
+      St(r->flags, r->flags & ~kFlagReplTombstone);
     }
     InstallAndUnlock(this, t, r, write.is_delete, write.value.data(),
                      static_cast<uint32_t>(write.is_delete ? 0 : write.value.size()), order_ts, epoch, order_epoch,

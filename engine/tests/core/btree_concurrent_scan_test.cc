@@ -38,7 +38,7 @@ void RunConcurrentScans(bool long_keys) {
       for (int i = 0; i < kPerWriter; ++i) {
         // Writer w owns keys congruent to w mod kWriters, inserted in random-ish order.
         uint64_t x = (static_cast<uint64_t>(i) * 2654435761u % 1000003u) * kWriters + w;
-        Record* r = NewRecord(0, Key(x, long_keys), 8);
+        Record* r = NewRecord(Key(x, long_keys), 8);
         if (tree.InsertIfAbsent(KeyRef(r->key()), r) != nullptr) {
           failures.fetch_add(1);
           FreeRecord(r);
@@ -97,7 +97,7 @@ TEST(BTreeConcurrentScanTest, ConcurrentLookupsFindEveryFinishedInsert) {
   std::atomic<int> failures{0};
   std::thread writer([&] {
     for (int i = 0; i < kN; ++i) {
-      recs[static_cast<size_t>(i)] = NewRecord(0, Key(static_cast<uint64_t>(i) * 7919 % kN, false), 8);
+      recs[static_cast<size_t>(i)] = NewRecord(Key(static_cast<uint64_t>(i) * 7919 % kN, false), 8);
       tree.InsertIfAbsent(KeyRef(recs[static_cast<size_t>(i)]->key()), recs[static_cast<size_t>(i)]);
       done.store(i + 1, std::memory_order_release);
     }

@@ -53,7 +53,7 @@ TEST_P(BTreeMatchesMapTest, RandomOperationsAgreeWithStdMap) {
     KeyRef k(key);
     int what = static_cast<int>(rng() % 100);
     if (what < 45) {  // insert
-      Record* r = NewRecord(0, key, 8);
+      Record* r = NewRecord(key, 8);
       Record* existing = tree.InsertIfAbsent(k, r);
       auto it = model.find(key);
       if (it != model.end()) {
@@ -120,7 +120,7 @@ TEST(BTreeTest, SequentialAndReverseInsertsStaySorted) {
     char buf[8];
     uint64_t be = __builtin_bswap64(static_cast<uint64_t>(x));
     std::memcpy(buf, &be, 8);
-    Record* r = NewRecord(0, std::string_view(buf, 8), 8);
+    Record* r = NewRecord(std::string_view(buf, 8), 8);
     ASSERT_EQ(tree.InsertIfAbsent(KeyRef(std::string_view(buf, 8)), r), nullptr);
     recs.push_back(r);
   }
