@@ -24,9 +24,10 @@ std::vector<AcceptedSlot> MergeByHighestBallot(const std::vector<std::vector<Acc
   return merged;
 }
 
-LogKey StreamReach(const std::vector<AcceptedSlot>& merged, uint64_t first_slot, const EpochRecord& decided) {
-  LogKey reach{};
-  uint64_t barrier_epoch = 0;  // epoch of the last barrier passed
+LogKey StreamReach(const std::vector<AcceptedSlot>& merged, uint64_t first_slot, const EpochRecord& decided,
+                   LogKey base_key, uint64_t base_barrier) {
+  LogKey reach = base_key;
+  uint64_t barrier_epoch = base_barrier;  // epoch of the last barrier passed
   uint64_t expected = first_slot;
   for (const auto& slot : merged) {
     if (slot.index < first_slot) continue;
@@ -90,7 +91,15 @@ std::vector<AcceptedSlot> Reproposition(const std::vector<AcceptedSlot>& merged,
 FailoverPlan PlanFailover(uint64_t new_epoch, const EpochRecord& decided,
                           const std::vector<std::vector<std::vector<AcceptedSlot>>>& quorum_replies,
                           const std::vector<uint64_t>& first_slot) {
-  const size_t streams = first_slot.size();
+  std::vector<StreamBase> bases(first_slot.size());
+  for (size_t t = 0; t < first_slot.size(); ++t) bases[t].first_slot = first_slot[t];
+  return PlanFailoverFrom(new_epoch, decided, quorum_replies, bases);
+}
+
+FailoverPlan PlanFailoverFrom(uint64_t new_epoch, const EpochRecord& decided,
+                              const std::vector<std::vector<std::vector<AcceptedSlot>>>& quorum_replies,
+                              const std::vector<StreamBase>& bases) {
+  const size_t streams = bases.size();
   FailoverPlan plan;
   plan.repropose.resize(streams);
   std::optional<LogKey> watermark;
@@ -100,9 +109,9 @@ FailoverPlan PlanFailover(uint64_t new_epoch, const EpochRecord& decided,
       if (t < reply.size()) per_replica.push_back(reply[t]);
     }
     std::vector<AcceptedSlot> merged = MergeByHighestBallot(per_replica);
-    LogKey reach = StreamReach(merged, first_slot[t], decided);
+    LogKey reach = StreamReach(merged, bases[t].first_slot, decided, bases[t].base_key, bases[t].base_barrier);
     watermark = watermark ? std::min(*watermark, reach) : reach;
-    plan.repropose[t] = Reproposition(merged, first_slot[t], new_epoch);
+    plan.repropose[t] = Reproposition(merged, bases[t].first_slot, new_epoch);
   }
   plan.watermark = watermark.value_or(LogKey{});
   plan.record.epoch = new_epoch;

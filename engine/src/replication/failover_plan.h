@@ -53,8 +53,19 @@ bool IsValid(const EpochRecord& record, LogKey key);
 std::vector<AcceptedSlot> MergeByHighestBallot(const std::vector<std::vector<AcceptedSlot>>& replies);
 
 // Step 3: the reach of one stream (slots sorted by index, starting at
-// first_slot) under the last decided record.
-LogKey StreamReach(const std::vector<AcceptedSlot>& merged, uint64_t first_slot, const EpochRecord& decided);
+// first_slot) under the last decided record. Slots below first_slot were
+// compacted: they were replayed, so they are chosen and valid; base_key is
+// their reach and base_barrier the epoch of the last barrier among them.
+LogKey StreamReach(const std::vector<AcceptedSlot>& merged, uint64_t first_slot, const EpochRecord& decided,
+                   LogKey base_key = {}, uint64_t base_barrier = 0);
+
+// Where the walk of one stream starts (the compaction point of the quorum
+// member that compacted most, with what its compacted prefix proves).
+struct StreamBase {
+  uint64_t first_slot = 0;
+  LogKey base_key{};
+  uint64_t base_barrier = 0;
+};
 
 struct FailoverPlan {
   EpochRecord record;  // (new_epoch, V') to decide
@@ -70,5 +81,9 @@ struct FailoverPlan {
 FailoverPlan PlanFailover(uint64_t new_epoch, const EpochRecord& decided,
                           const std::vector<std::vector<std::vector<AcceptedSlot>>>& quorum_replies,
                           const std::vector<uint64_t>& first_slot);
+// The same, each stream starting at its base (the compaction point).
+FailoverPlan PlanFailoverFrom(uint64_t new_epoch, const EpochRecord& decided,
+                              const std::vector<std::vector<std::vector<AcceptedSlot>>>& quorum_replies,
+                              const std::vector<StreamBase>& bases);
 
 }  // namespace rolis::replication

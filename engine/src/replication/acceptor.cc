@@ -1,0 +1,267 @@
+#include "acceptor.h"
+
+#include <algorithm>
+
+namespace rolis::replication {
+
+bool AdvanceReach(const Slot& slot, const EpochRecord& decided, LogKey* reach, uint64_t* barrier) {
+  if (slot.ballot < *barrier) return false;  // stale: that barrier's leader never wrote it
+  const Batch& v = *slot.value;
+  if (v.kind == BatchKind::kNoop) return true;
+  if (v.kind == BatchKind::kBarrier) {
+    *barrier = v.epoch;
+    return true;
+  }
+  LogKey key{v.epoch, v.last_ts};
+  if (IsValid(decided, key)) {
+    *reach = std::max(*reach, key);
+  } else if (auto it = decided.cut.find(v.epoch); v.epoch < decided.epoch && it != decided.cut.end()) {
+    *reach = std::max(*reach, LogKey{v.epoch, it->second});
+  }
+  return true;
+}
+
+Acceptor::Acceptor(uint32_t streams) {
+  for (uint32_t i = 0; i < streams; i++) streams_.push_back(std::make_unique<StreamLog>());
+}
+
+bool Acceptor::RaisePromiseLocked(uint64_t epoch) {
+  uint64_t cur = promised_.load(std::memory_order_acquire);
+  while (epoch > cur) {
+    if (promised_.compare_exchange_weak(cur, epoch, std::memory_order_acq_rel)) return true;
+  }
+  return false;
+}
+
+void Acceptor::RaisePromise(uint64_t epoch) {
+  std::lock_guard<std::mutex> g(promise_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& s : streams_) locks.emplace_back(s->mu);
+  RaisePromiseLocked(epoch);
+}
+
+bool Acceptor::AcceptLocked(StreamLog& s, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from) {
+  if (epoch < promised_.load(std::memory_order_acquire)) return false;
+  RaisePromiseLocked(epoch);
+  if (slot.index >= s.first_slot) {
+    auto [it, inserted] = s.slots.try_emplace(slot.index);
+    if (inserted || it->second.ballot < epoch || it->second.value == nullptr) {
+      if (!inserted && it->second.value) bytes_.fetch_sub(it->second.value->bytes(), std::memory_order_relaxed);
+      it->second = Slot{slot.index, epoch, slot.value};
+      bytes_.fetch_add(slot.value->bytes(), std::memory_order_relaxed);
+    }
+    // Same ballot again: a duplicate (one proposer per ballot, one value).
+  }
+  // Below first_slot: compacted, hence chosen; the proposer of a higher
+  // ballot proposes the chosen value there, so the vote stands.
+  if (s.contig_epoch != epoch) {
+    s.contig_epoch = epoch;
+    s.contig = 0;
+  }
+  s.contig = std::max({s.contig, s.first_slot, log_start});
+  for (;;) {
+    auto it = s.slots.find(s.contig);
+    if (it == s.slots.end() || it->second.ballot != epoch) break;
+    s.contig++;
+  }
+  *need_from = s.contig;
+  return true;
+}
+
+AcceptReply Acceptor::Accept(const AcceptMsg& m) {
+  AcceptReply r;
+  r.stream = m.stream;
+  r.slot_index = m.slot.index;
+  StreamLog& s = *streams_[m.stream];
+  std::lock_guard<std::mutex> g(s.mu);
+  r.ok = AcceptLocked(s, m.slot, m.epoch, m.log_start, &r.need_from);
+  r.promised_epoch = promised_.load(std::memory_order_acquire);
+  r.first_slot = s.first_slot;
+  return r;
+}
+
+bool Acceptor::AcceptLocal(uint32_t t, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from) {
+  StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  return AcceptLocked(s, slot, epoch, log_start, need_from);
+}
+
+PromiseReply Acceptor::Promise(const PromiseMsg& m) {
+  PromiseReply r;
+  std::lock_guard<std::mutex> g(promise_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& s : streams_) locks.emplace_back(s->mu);
+  uint64_t p = promised_.load(std::memory_order_acquire);
+  if (!m.peek) {
+    if (m.epoch < p) {
+      r.ok = false;
+      r.promised_epoch = p;
+      return r;
+    }
+    RaisePromiseLocked(m.epoch);
+  }
+  r.ok = true;
+  r.promised_epoch = promised_.load(std::memory_order_acquire);
+  r.streams.resize(streams_.size());
+  for (size_t t = 0; t < streams_.size(); t++) {
+    const StreamLog& s = *streams_[t];
+    StreamSlots& out = r.streams[t];
+    out.first_slot = s.first_slot;
+    out.base_key = s.base_key;
+    out.base_barrier = s.base_barrier;
+    out.slots.reserve(s.slots.size());
+    for (const auto& [i, slot] : s.slots) out.slots.push_back(slot);
+  }
+  return r;
+}
+
+bool Acceptor::Get(uint32_t t, uint64_t index, Slot* out) const {
+  const StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  auto it = s.slots.find(index);
+  if (it == s.slots.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+uint64_t Acceptor::first_slot(uint32_t t) const {
+  const StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.first_slot;
+}
+
+uint64_t Acceptor::next_slot(uint32_t t) const {
+  const StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.slots.empty() ? s.first_slot : std::max(s.first_slot, s.slots.rbegin()->first + 1);
+}
+
+size_t Acceptor::slot_count(uint32_t t) const {
+  const StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  return s.slots.size();
+}
+
+void Acceptor::Compact(uint32_t t, uint64_t below, const EpochRecord& decided) {
+  StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  if (below <= s.first_slot) return;
+  // Only a contiguous prefix is compacted (the caller replayed it).
+  uint64_t i = s.first_slot;
+  while (i < below) {
+    auto it = s.slots.find(i);
+    if (it == s.slots.end()) break;
+    AdvanceReach(it->second, decided, &s.base_key, &s.base_barrier);
+    bytes_.fetch_sub(it->second.value->bytes(), std::memory_order_relaxed);
+    s.slots.erase(it);
+    i++;
+  }
+  s.first_slot = i;
+}
+
+void Acceptor::Reset(const std::vector<StreamSlots>& streams, uint64_t promised) {
+  std::lock_guard<std::mutex> g(promise_mu_);
+  std::vector<std::unique_lock<std::mutex>> locks;
+  for (auto& s : streams_) locks.emplace_back(s->mu);
+  size_t bytes = 0;
+  for (size_t t = 0; t < streams_.size() && t < streams.size(); t++) {
+    StreamLog& s = *streams_[t];
+    s.slots.clear();
+    s.first_slot = streams[t].first_slot;
+    s.base_key = streams[t].base_key;
+    s.base_barrier = streams[t].base_barrier;
+    s.contig_epoch = 0;
+    s.contig = 0;
+    for (const Slot& slot : streams[t].slots) {
+      if (slot.index < s.first_slot || !slot.value) continue;
+      s.slots[slot.index] = slot;
+      bytes += slot.value->bytes();
+    }
+  }
+  bytes_.store(bytes, std::memory_order_relaxed);
+  RaisePromiseLocked(promised);
+}
+
+// ---------------------------------------------------------------------------
+
+DecidedPtr ControlAcceptor::latest() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return latest_;
+}
+
+bool ControlAcceptor::Learn(const DecidedPtr& d) {
+  if (!d) return false;
+  std::lock_guard<std::mutex> g(mu_);
+  if (latest_ && latest_->record.epoch >= d->record.epoch) return false;
+  latest_ = d;
+  // Instances before the newest record are settled: forget them.
+  instances_.erase(instances_.begin(), instances_.lower_bound(d->record.epoch));
+  return true;
+}
+
+void ControlAcceptor::SetHorizon(uint64_t horizon) {
+  std::lock_guard<std::mutex> g(mu_);
+  horizon_ = std::max(horizon_, horizon);
+  has_horizon_ = true;
+}
+
+bool ControlAcceptor::HasState() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return latest_ != nullptr || !instances_.empty();
+}
+
+ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self) {
+  ControlReply r;
+  r.from = self;
+  std::lock_guard<std::mutex> g(mu_);
+  if (m.kind == ControlMsg::Kind::kLearn && m.value) {
+    if (!latest_ || latest_->record.epoch < m.value->record.epoch) {
+      latest_ = m.value;
+      instances_.erase(instances_.begin(), instances_.lower_bound(m.value->record.epoch));
+    }
+  }
+  // The previous record travels with the proposal: its epoch was decided.
+  if (m.prev && m.prev->record.epoch == m.instance && (!latest_ || latest_->record.epoch < m.instance)) {
+    latest_ = m.prev;
+    instances_.erase(instances_.begin(), instances_.lower_bound(m.instance));
+  }
+  r.latest = latest_;
+  if (m.kind == ControlMsg::Kind::kLearn || m.kind == ControlMsg::Kind::kQuery) {
+    r.ok = true;
+    return r;
+  }
+  uint64_t known = latest_ ? latest_->record.epoch : 0;
+  if (known > m.instance) {
+    r.error = "a newer record is decided";
+    return r;  // the compare-and-set fails: a later record exists
+  }
+  if (known < m.instance) {
+    r.error = "instance of an epoch not known to be decided";
+    return r;
+  }
+  if (has_horizon_ && m.instance <= horizon_) {
+    r.error = "restarted empty: may have voted in this instance before";
+    return r;
+  }
+  Instance& in = instances_[m.instance];
+  r.promised = in.promised;
+  if (m.kind == ControlMsg::Kind::kPrepare) {
+    if (m.ballot <= in.promised) return r;
+    in.promised = m.ballot;
+    r.ok = true;
+    r.promised = in.promised;
+    r.accepted_ballot = in.accepted_ballot;
+    r.accepted = in.accepted;
+    return r;
+  }
+  // kAccept
+  if (m.ballot < in.promised || !m.value) return r;
+  in.promised = m.ballot;
+  in.accepted_ballot = m.ballot;
+  in.accepted = m.value;
+  r.ok = true;
+  r.promised = in.promised;
+  return r;
+}
+
+}  // namespace rolis::replication

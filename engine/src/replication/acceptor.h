@@ -1,0 +1,117 @@
+// The acceptor side of every stream of one member (Paxos phase 1 across all
+// streams at once, phase 2 per slot), and the acceptor of the control
+// stream's instances. Thread-safe: Accept runs on the transport's threads,
+// one stream per caller; Promise excludes every Accept while it promises and
+// reads, so no slot is accepted under a lower ballot after a promise.
+//
+// Rules (docs/replication.md):
+//   - Promise(e): granted when e > promised (or e == promised: a retry of the
+//     same candidate; two candidates never open the same epoch, because only
+//     the decided record's leader proposes in it); returns every slot held.
+//   - Accept(e, slot): granted when e >= promised; promised becomes e. A slot
+//     takes the value of the latest accepted ballot (the proposer of a ballot
+//     never changes its value: re-proposals keep what they found).
+//   - Slots below a stream's first_slot are compacted: they were replayed by
+//     this member and are reflected in its store (see Compact).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "types.h"
+
+namespace rolis::replication {
+
+class Acceptor {
+ public:
+  explicit Acceptor(uint32_t streams);
+
+  uint32_t streams() const { return static_cast<uint32_t>(streams_.size()); }
+  uint64_t promised() const { return promised_.load(std::memory_order_acquire); }
+
+  // Phase 2. `m` is validated (stream in range, value well formed).
+  AcceptReply Accept(const AcceptMsg& m);
+  // Phase 1 (or a peek that promises nothing).
+  PromiseReply Promise(const PromiseMsg& m);
+  // Raises the promise without reading (a member catching up adopts the
+  // highest promise of the members it read from).
+  void RaisePromise(uint64_t epoch);
+
+  // Looks at slot `index` of stream t; false if absent.
+  bool Get(uint32_t t, uint64_t index, Slot* out) const;
+  uint64_t first_slot(uint32_t t) const;
+  uint64_t next_slot(uint32_t t) const;  // one past the highest slot held
+  size_t slot_count(uint32_t t) const;
+  size_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+
+  // Drops the slots of stream t below `below` (they were replayed); `decided`
+  // judges which of them raise the base reach (as the failover walk would).
+  void Compact(uint32_t t, uint64_t below, const EpochRecord& decided);
+
+  // Replaces everything (state transfer): every stream starts at the given
+  // first slot and base, with `slots` adopted as accepted.
+  void Reset(const std::vector<StreamSlots>& streams, uint64_t promised);
+
+  // Proposer-side convenience: the leader's own vote for its proposal.
+  // Same as Accept, without a message.
+  bool AcceptLocal(uint32_t t, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from);
+
+ private:
+  struct StreamLog {
+    mutable std::mutex mu;
+    uint64_t first_slot = 0;
+    LogKey base_key{};
+    uint64_t base_barrier = 0;
+    std::map<uint64_t, Slot> slots;
+    // need_from cache: slots [.., contig) are held with ballot contig_epoch.
+    uint64_t contig_epoch = 0;
+    uint64_t contig = 0;
+  };
+  // Under s.mu.
+  bool AcceptLocked(StreamLog& s, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from);
+  bool RaisePromiseLocked(uint64_t epoch);
+
+  std::vector<std::unique_ptr<StreamLog>> streams_;
+  std::mutex promise_mu_;  // serializes Promise/Reset (which take every stream lock)
+  std::atomic<uint64_t> promised_{0};
+  std::atomic<size_t> bytes_{0};
+};
+
+// One member's acceptor of the control stream: instance p decides the record
+// that follows the record of epoch p.
+class ControlAcceptor {
+ public:
+  ControlReply Handle(const ControlMsg& m, uint32_t self);
+
+  DecidedPtr latest() const;
+  // Learns a decided record (from an announcement, a stream, a reply).
+  // Returns true if it is newer than what was known.
+  bool Learn(const DecidedPtr& d);
+  // A member that restarted empty may have voted in instances up to
+  // `horizon` before it lost its memory: it votes only above it.
+  void SetHorizon(uint64_t horizon);
+  bool HasState() const;  // promised or accepted anything, or knows a record
+
+ private:
+  struct Instance {
+    uint64_t promised = 0;
+    uint64_t accepted_ballot = 0;
+    DecidedPtr accepted;
+  };
+  mutable std::mutex mu_;
+  std::map<uint64_t, Instance> instances_;
+  DecidedPtr latest_;
+  uint64_t horizon_ = 0;
+  bool has_horizon_ = false;
+};
+
+// Reach bookkeeping shared by compaction, replay and the failover walk:
+// advances (reach, barrier epoch) over one more slot in stream order, as
+// StreamReach does. Returns false where the walk would stop (stale entry).
+bool AdvanceReach(const Slot& slot, const EpochRecord& decided, LogKey* reach, uint64_t* barrier);
+
+}  // namespace rolis::replication

@@ -1,0 +1,113 @@
+#include "codec.h"
+
+#include <array>
+#include <cstring>
+
+namespace rolis::replication {
+namespace {
+
+constexpr std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
+
+template <typename T>
+void Put(std::string* out, T v) {
+  char b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));  // x86-64: little endian
+  out->append(b, sizeof(T));
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (in_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(v, in_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool Bytes(uint32_t n, std::string_view* v) {
+    if (in_.size() - pos_ < n) return false;
+    *v = in_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool done() const { return pos_ == in_.size(); }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+uint32_t Crc32c(std::string_view data, uint32_t crc) {
+  crc = ~crc;
+  for (unsigned char c : data) crc = kCrcTable[(crc ^ c) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
+void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes) {
+  Put<uint64_t>(out, ts);
+  Put<uint32_t>(out, static_cast<uint32_t>(writes.size()));
+  for (const WriteRecord& w : writes) {
+    Put<uint32_t>(out, w.table);
+    Put<uint8_t>(out, w.is_delete ? 1 : 0);
+    Put<uint32_t>(out, static_cast<uint32_t>(w.key.size()));
+    out->append(w.key);
+    std::string_view v = w.is_delete ? std::string_view() : w.value;
+    Put<uint32_t>(out, static_cast<uint32_t>(v.size()));
+    out->append(v);
+  }
+}
+
+Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, std::vector<DecodedTxn>* out) {
+  out->clear();
+  Reader r(payload);
+  uint64_t prev = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    DecodedTxn t;
+    uint32_t n = 0;
+    if (!r.Get(&t.ts) || !r.Get(&n)) return Status::InvalidArgument("batch payload truncated (txn header)");
+    if (i > 0 && t.ts <= prev) return Status::InvalidArgument("batch payload: ts not increasing");
+    prev = t.ts;
+    if (n > payload.size()) return Status::InvalidArgument("batch payload: write count exceeds the payload");
+    t.writes.reserve(n);
+    for (uint32_t j = 0; j < n; j++) {
+      WriteRecord w{};
+      uint8_t flags = 0;
+      uint32_t kl = 0, vl = 0;
+      if (!r.Get(&w.table) || !r.Get(&flags) || !r.Get(&kl) || !r.Bytes(kl, &w.key) || !r.Get(&vl) ||
+          !r.Bytes(vl, &w.value)) {
+        return Status::InvalidArgument("batch payload truncated (write)");
+      }
+      if (flags > 1) return Status::InvalidArgument("batch payload: bad write flags");
+      if (kl == 0) return Status::InvalidArgument("batch payload: empty key");
+      w.is_delete = flags == 1;
+      if (w.is_delete && vl != 0) return Status::InvalidArgument("batch payload: delete with a value");
+      t.writes.push_back(w);
+    }
+    out->push_back(std::move(t));
+  }
+  if (!r.done()) return Status::InvalidArgument("batch payload: trailing bytes");
+  if (count > 0 && last_ts != 0 && prev != last_ts) {
+    return Status::InvalidArgument("batch payload: last ts does not match the batch key");
+  }
+  return Status::OK();
+}
+
+Status CheckPayload(std::string_view payload, uint32_t count, uint64_t last_ts, uint32_t crc) {
+  if (Crc32c(payload) != crc) return Status::InvalidArgument("batch payload: CRC mismatch");
+  std::vector<DecodedTxn> txns;
+  return DecodeTxns(payload, count, last_ts, &txns);
+}
+
+}  // namespace rolis::replication

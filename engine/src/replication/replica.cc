@@ -1,0 +1,1799 @@
+#include "replica.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <future>
+#include <random>
+#include <set>
+
+namespace rolis::replication {
+
+// ---------------------------------------------------------------------------
+// Small helpers.
+
+uint64_t MonotonicNanos() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+TsClock MonotonicTsClock(uint64_t before, uint64_t after) {
+  TsClock c;
+  // A worker's next ts is at least (engine ticks << 8) and engine ticks are
+  // at least our ticks from the later base.
+  c.floor = [after] {
+    uint64_t now = MonotonicNanos();
+    return now > after ? (now - after) << 8 : 0;
+  };
+  // Every ts assigned so far is below ((engine ticks + 1) << 8), and engine
+  // ticks are at most our ticks from the earlier base (plus one: the engine
+  // subtracts one from its base).
+  c.ceiling = [before] { return ((MonotonicNanos() - before + 2) << 8) | 0xFF; };
+  return c;
+}
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kFollower: return "follower";
+    case Role::kLeader: return "leader";
+    case Role::kCandidate: return "candidate";
+    case Role::kCatchingUp: return "catching_up";
+  }
+  return "unknown";
+}
+
+namespace {
+
+Status Unavailable(const std::string& why) { return Status(StatusCode::kInternal, "unavailable: " + why); }
+
+bool IsBetterDecided(const DecidedPtr& a, const DecidedPtr& b) {  // a newer than b
+  if (!a) return false;
+  return !b || a->record.epoch > b->record.epoch;
+}
+
+std::string KeyStr(LogKey k) { return std::to_string(k.epoch) + "." + std::to_string(k.ts); }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// State.
+
+struct Replica::PeerState {
+  uint32_t id = 0;
+  uint64_t acked = 0;      // has accepted every slot in [log_start, acked) of this epoch (monotone)
+  uint64_t prefix = 0;     // what it last said it holds: resending starts here
+  uint64_t next_send = 0;  // next slot to send
+  uint64_t rewind_point = UINT64_MAX;
+  SteadyClock::time_point last_reply{}, last_rewind{}, last_progress{};
+  uint64_t replayed_next = 0;
+  bool heard = false;
+};
+
+struct Replica::LStream {
+  explicit LStream(size_t ring_capacity) : ring(ring_capacity) {}
+  // Worker side: under the worker's mutex.
+  std::string buf;
+  uint32_t count = 0;
+  uint64_t buf_last_ts = 0;
+  uint64_t closed_ts = 0;  // key ts of the last batch closed in this epoch
+  SteadyClock::time_point started{}, last_close{};
+  std::atomic<uint64_t> leading{0};        // the epoch while open, else 0
+  std::atomic<uint64_t> epoch_max_ts{0};   // largest ts committed in the epoch led last
+  std::atomic<bool> orphan{false};         // committed while not open: never replicated
+  SpscRing<BatchPtr> ring;
+  // Loop side: under lmu_.
+  struct Entry {
+    uint64_t index;
+    BatchPtr value;
+    LogKey reach;  // largest key in the log up to and including this slot
+  };
+  std::deque<Entry> log;
+  uint64_t log_start = 0, next_index = 0, barrier_index = 0;
+  LogKey base_reach{};
+  LogKey walk_reach{};       // the failover walk's reach over compacted log entries
+  uint64_t walk_barrier = 0;
+  uint64_t self_prefix = 0;
+  uint64_t c_end = 0;
+  LogKey c_key{};
+  std::vector<PeerState> peers;
+};
+
+struct Replica::RStream {
+  uint64_t cursor = 0;  // slot of the head
+  BatchPtr batch;       // the head batch being applied (keeps the views alive)
+  std::vector<DecodedTxn> txns;
+  size_t pos = 0;
+  size_t skip = 0;      // txns of the batch at cursor already in the store (state transfer)
+  LogKey consumed{};    // largest key applied or passed in this stream
+  LogKey beyond{};      // head known above G (heartbeat or barrier): nothing of this stream up to it
+  bool blocked = false;
+  LogKey reach{};       // the failover walk's reach over the slots below cursor
+  uint64_t barrier = 0; // ... and the epoch of the last barrier among them
+};
+
+struct Replica::Pending {
+  uint64_t epoch = 0;
+  Decided proposed;
+  std::vector<std::vector<Slot>> repropose;  // per stream, ballot = epoch, ends with a barrier
+  std::vector<StreamBase> bases;
+  uint64_t led_epoch = 0;     // this member's own epoch, if it led one (its commits are checked)
+};
+
+Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
+    : opts_(std::move(options)), transport_(transport), clock_(std::move(clock)), acceptor_(opts_.streams) {
+  if (opts_.members.empty()) opts_.members.push_back(opts_.id);
+  std::sort(opts_.members.begin(), opts_.members.end());
+  if (!clock_.floor) {
+    uint64_t now = MonotonicNanos();
+    clock_ = MonotonicTsClock(now, now);
+  }
+  for (size_t i = 0; i < stream_of_worker_.size(); i++) stream_of_worker_[i].store(i % opts_.streams);
+  replayed_next_.reset(new std::atomic<uint64_t>[opts_.streams]);
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    replayed_next_[t].store(0);
+    auto ls = std::make_unique<LStream>(std::max<uint32_t>(opts_.max_inflight, 2));
+    for (uint32_t p : peers()) {
+      PeerState ps;
+      ps.id = p;
+      ls->peers.push_back(ps);
+    }
+    lstreams_.push_back(std::move(ls));
+    rstreams_.push_back(std::make_unique<RStream>());
+  }
+  if (opts_.probe_at_start && opts_.members.size() > 1) {
+    voting_.store(false);
+    role_.store(Role::kCatchingUp);
+  }
+  transport_->Bind(this);
+}
+
+Replica::~Replica() { Stop(); }
+
+std::vector<uint32_t> Replica::peers() const {
+  std::vector<uint32_t> out;
+  for (uint32_t m : opts_.members) {
+    if (m != opts_.id) out.push_back(m);
+  }
+  return out;
+}
+
+int Replica::PeerPos(uint32_t id) const {
+  int i = 0;
+  for (uint32_t m : opts_.members) {
+    if (m == opts_.id) continue;
+    if (m == id) return i;
+    i++;
+  }
+  return -1;
+}
+
+void Replica::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
+  db_ = db;
+  worker_mu_ = std::move(worker_mutexes);
+  worker_mu_.resize(opts_.streams, nullptr);
+  replay_worker_ = db_->RegisterWorker();
+  snapshot_worker_ = db_->RegisterWorker();
+}
+
+void Replica::RegisterStream(WorkerId worker, uint32_t stream) {
+  if (worker < stream_of_worker_.size() && stream < opts_.streams) stream_of_worker_[worker].store(stream);
+}
+
+void Replica::Start() {
+  if (started_) return;
+  started_ = true;
+  transport_->Start();
+  leader_thread_ = std::thread([this] { LeaderLoop(); });
+  replay_thread_ = std::thread([this] { ReplayLoop(); });
+  catch_thread_ = std::thread([this] { CatchUpLoop(); });
+}
+
+void Replica::Stop() {
+  if (stop_.exchange(true)) return;
+  transport_->Stop();
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    loop_kick_ = true;
+  }
+  loop_cv_.notify_all();
+  open_cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> g(rmu_);
+    replay_kick_ = true;
+  }
+  replay_cv_.notify_all();
+  catch_cv_.notify_all();
+  if (leader_thread_.joinable()) leader_thread_.join();
+  if (replay_thread_.joinable()) replay_thread_.join();
+  if (catch_thread_.joinable()) catch_thread_.join();
+  for (auto& s : lstreams_) s->leading.store(0);
+  FailWaiters("shutting down");
+  CompleteWaiters();
+  std::lock_guard<std::mutex> g(rmu_);
+  replay_worker_.reset();
+  std::lock_guard<std::mutex> g2(snap_mu_);
+  snapshot_worker_.reset();
+}
+
+uint64_t Replica::epoch() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return leader_epoch_;
+}
+
+std::string Replica::leader_client_address() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return leader_addr_;
+}
+
+// ---------------------------------------------------------------------------
+// Leader: the commit path.
+
+void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) {
+  uint32_t t = worker < stream_of_worker_.size() ? stream_of_worker_[worker].load(std::memory_order_relaxed)
+                                                  : worker % opts_.streams;
+  LStream& s = *lstreams_[t];
+  uint64_t e = s.leading.load(std::memory_order_acquire);
+  if (e == 0) {
+    // Committed while this member is not open (it stopped leading after the
+    // transaction passed the role check): never replicated, and the store
+    // now holds it. Nothing acknowledges it; the member needs a transfer.
+    s.orphan.store(true, std::memory_order_relaxed);
+    dirty_.store(true, std::memory_order_release);
+    return;
+  }
+  if (ts > s.epoch_max_ts.load(std::memory_order_relaxed)) s.epoch_max_ts.store(ts, std::memory_order_relaxed);
+  if (s.count == 0) s.started = SteadyClock::now();
+  AppendTxn(&s.buf, ts, writes);
+  s.count++;
+  s.buf_last_ts = ts;
+  if (s.count >= opts_.batch_size) CloseBatch(s, e, true);
+}
+
+void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
+  auto b = std::make_shared<Batch>();
+  b->kind = BatchKind::kTxns;
+  b->epoch = epoch;
+  b->last_ts = s.buf_last_ts;
+  b->txn_count = s.count;
+  size_t cap = s.buf.capacity();
+  b->payload = std::move(s.buf);
+  b->crc = Crc32c(b->payload);
+  s.buf = std::string();
+  s.buf.reserve(cap);
+  s.count = 0;
+  s.closed_ts = b->last_ts;
+  s.last_close = SteadyClock::now();
+  BatchPtr p = std::move(b);
+  // Flow control: at most max_inflight batches wait in the ring; the worker
+  // waits for room (it holds its worker, so its next transaction waits too).
+  while (!s.ring.TryPush(std::move(p))) {
+    if (!wait || s.leading.load(std::memory_order_acquire) != epoch || stop_.load()) {
+      // Stopped leading: these commits will never be acknowledged.
+      s.orphan.store(true, std::memory_order_relaxed);
+      return;
+    }
+    kick_.store(true, std::memory_order_release);
+    loop_cv_.notify_one();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  kick_.store(true, std::memory_order_release);
+  loop_cv_.notify_one();
+}
+
+void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now) {
+  std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
+  if (mu == nullptr || !mu->try_lock()) return;  // busy: its own commits close batches
+  uint64_t e = s.leading.load(std::memory_order_acquire);
+  if (e != 0 && !s.ring.Full()) {
+    if (s.count > 0) {
+      if (now - s.started >= opts_.batch_timeout) CloseBatch(s, e, false);
+    } else if (now - s.last_close >= opts_.batch_timeout) {
+      // Idle: an empty batch says "nothing of mine at or below this ts", so G
+      // moves at light load. With the worker's mutex held no commit is half
+      // done, and every later ts is at least the clock's floor.
+      uint64_t f = clock_.floor();
+      uint64_t hb = std::max(s.closed_ts, f > 0 ? f - 1 : 0);
+      s.last_close = now;
+      if (hb > s.closed_ts) {
+        auto b = std::make_shared<Batch>();
+        b->kind = BatchKind::kTxns;
+        b->epoch = e;
+        b->last_ts = hb;
+        b->crc = Crc32c("");
+        s.closed_ts = hb;
+        s.ring.TryPush(std::move(b));
+      }
+    }
+  }
+  mu->unlock();
+}
+
+// ---------------------------------------------------------------------------
+// Leader: the loop.
+
+void Replica::LeaderLoop() {
+  std::unique_lock<std::mutex> lk(lmu_);
+  while (!stop_.load()) {
+    auto tick = lmode_ == LMode::kIdle
+                    ? std::chrono::microseconds(10000)
+                    : std::max(std::chrono::microseconds(100), std::min(opts_.batch_timeout / 2,
+                                                                        std::chrono::microseconds(500)));
+    loop_cv_.wait_for(lk, tick, [&] { return loop_kick_ || kick_.load(std::memory_order_acquire) || stop_.load(); });
+    loop_kick_ = false;
+    kick_.store(false, std::memory_order_relaxed);
+    if (stop_.load()) break;
+    bool was_leading = lmode_ != LMode::kIdle;
+    LeaderTick(SteadyClock::now());
+    bool stepped_down = was_leading && lmode_ == LMode::kIdle;
+    lk.unlock();
+    CompleteWaiters();
+    if (stepped_down) CheckDeposed();
+    lk.lock();
+  }
+}
+
+void Replica::LeaderTick(SteadyClock::time_point now) {
+  std::vector<std::pair<uint32_t, AcceptReply>> replies;
+  std::vector<std::pair<uint32_t, uint32_t>> resets;
+  {
+    std::lock_guard<std::mutex> g(inbox_mu_);
+    replies.swap(inbox_);
+    resets.swap(resets_);
+  }
+  if (lmode_ == LMode::kIdle) return;
+  for (auto& [peer, r] : replies) {
+    HandleReply(peer, r, now);
+    if (lmode_ == LMode::kIdle) return;
+  }
+  for (auto [peer, t] : resets) {
+    int p = PeerPos(peer);
+    if (p < 0 || t >= opts_.streams) continue;
+    PeerState& ps = lstreams_[t]->peers[p];
+    ps.next_send = ps.prefix;  // what was in flight may be lost
+  }
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    LStream& s = *lstreams_[t];
+    auto pull = [&] {
+      BatchPtr b;
+      while (s.next_index - s.c_end < opts_.max_inflight && s.ring.TryPop(&b)) {
+        AppendToLog(t, s, std::move(b));
+        if (lmode_ == LMode::kIdle) return;
+      }
+    };
+    pull();
+    if (lmode_ == LMode::kIdle) return;
+    if (lmode_ == LMode::kOpen) {
+      MaybeFlush(t, s, now);
+      pull();
+      if (lmode_ == LMode::kIdle) return;
+    }
+    for (size_t p = 0; p < s.peers.size(); p++) SendWindow(t, s, p, now);
+  }
+  Recompute(now);
+}
+
+void Replica::AppendToLog(uint32_t t, LStream& s, BatchPtr b) {
+  if (b->epoch != lepoch_) return;  // closed under an epoch this member no longer leads
+  Slot slot{s.next_index, lepoch_, b};
+  uint64_t need = 0;
+  if (!acceptor_.AcceptLocal(t, slot, lepoch_, s.log_start, &need)) {
+    StepDownLocked(acceptor_.promised(), "this member promised a newer epoch");
+    return;
+  }
+  s.next_index++;
+  s.self_prefix = need;
+  LogKey reach = s.log.empty() ? s.base_reach : s.log.back().reach;
+  if (b->kind != BatchKind::kNoop) reach = std::max(reach, b->key());
+  s.log.push_back({slot.index, std::move(b), reach});
+}
+
+void Replica::SendWindow(uint32_t t, LStream& s, size_t p, SteadyClock::time_point now) {
+  PeerState& ps = s.peers[p];
+  if (ps.next_send > ps.prefix && now - ps.last_progress > opts_.retransmit) {
+    ps.next_send = ps.prefix;  // nothing acknowledged for a while: resend
+    ps.last_progress = now;
+  }
+  ps.next_send = std::max(ps.next_send, s.log_start);
+  uint64_t compact_below = s.log_start;
+  while (ps.next_send < s.next_index && ps.next_send < std::max(ps.prefix, s.log_start) + opts_.peer_window) {
+    const LStream::Entry& e = s.log[ps.next_send - s.log_start];
+    AcceptMsg m;
+    m.from = opts_.id;
+    m.epoch = lepoch_;
+    m.stream = t;
+    m.slot = Slot{e.index, lepoch_, e.value};
+    m.commit_watermark = lmode_ == LMode::kOpen ? g_ : LogKey{};
+    m.log_start = s.log_start;
+    m.compact_below = compact_below;
+    m.decided = ldecided_;
+    m.leader_client_address = opts_.client_address;
+    transport_->SendAccept(ps.id, m);
+    ps.next_send++;
+    if (ps.last_progress == SteadyClock::time_point{}) ps.last_progress = now;
+  }
+}
+
+void Replica::HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time_point now) {
+  if (!r.ok) {
+    if (r.promised_epoch > lepoch_) StepDownLocked(r.promised_epoch, "a member promised a newer epoch");
+    return;
+  }
+  int p = PeerPos(peer);
+  if (p < 0 || r.stream >= opts_.streams) return;
+  LStream& s = *lstreams_[r.stream];
+  PeerState& ps = s.peers[p];
+  ps.heard = true;
+  ps.last_reply = now;
+  ps.replayed_next = r.replayed_next;
+  if (r.need_from > ps.acked) ps.acked = r.need_from;
+  if (r.need_from > ps.prefix) {
+    ps.prefix = r.need_from;
+    ps.last_progress = now;
+  }
+  // The peer lacks a slot below one it just accepted (a drop, or it lost
+  // its state): send again from there, at most once per retransmit period
+  // for the same point.
+  if (r.need_from < ps.next_send && r.slot_index >= r.need_from &&
+      (r.need_from != ps.rewind_point || now - ps.last_rewind > opts_.retransmit)) {
+    ps.next_send = std::max(r.need_from, s.log_start);
+    ps.prefix = std::min(ps.prefix, std::max(r.need_from, s.log_start));
+    ps.rewind_point = r.need_from;
+    ps.last_rewind = now;
+  }
+}
+
+void Replica::Recompute(SteadyClock::time_point now) {
+  std::vector<uint64_t> votes;
+  bool all_barriers = true;
+  LogKey g{UINT64_MAX, UINT64_MAX};
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    LStream& s = *lstreams_[t];
+    votes.clear();
+    votes.push_back(s.self_prefix);
+    for (const PeerState& ps : s.peers) votes.push_back(ps.acked);
+    std::sort(votes.rbegin(), votes.rend());
+    uint64_t c_end = std::min(votes[majority() - 1], s.next_index);
+    if (c_end > s.c_end) {
+      s.c_end = c_end;
+      s.c_key = s.c_end > s.log_start ? s.log[s.c_end - 1 - s.log_start].reach : s.base_reach;
+    }
+    if (s.c_end <= s.barrier_index) all_barriers = false;
+    g = std::min(g, s.c_key);
+  }
+  if (lmode_ == LMode::kOpening) {
+    if (!all_barriers) return;
+    OpenNow();
+  }
+  if (lmode_ != LMode::kOpen) return;
+  if (g > g_) {
+    g_ = g;
+    if (g_.epoch == lepoch_) covered_ts_.store(g_.ts, std::memory_order_release);
+  }
+
+  // Compaction: a slot may go once every live member has replayed it (the
+  // leader's own store holds every slot of its majority-accepted prefix). A
+  // member silent for live_window, or more than max_log_slots behind, no
+  // longer holds it back: it will catch up by state transfer.
+  if (now - last_compact_ < std::chrono::milliseconds(20)) return;
+  last_compact_ = now;
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    LStream& s = *lstreams_[t];
+    uint64_t below = s.c_end;
+    for (const PeerState& ps : s.peers) {
+      if (!ps.heard || now - ps.last_reply > opts_.live_window) continue;
+      if (s.next_index > opts_.max_log_slots && ps.replayed_next + opts_.max_log_slots < s.next_index) continue;
+      below = std::min(below, ps.replayed_next);
+    }
+    if (below < s.log_start + opts_.compact_every) continue;
+    while (!s.log.empty() && s.log.front().index < below) {
+      s.base_reach = s.log.front().reach;
+      if (ldecided_) {
+        AdvanceReach(Slot{s.log.front().index, lepoch_, s.log.front().value}, ldecided_->record, &s.walk_reach,
+                     &s.walk_barrier);
+      }
+      s.log.pop_front();
+    }
+    s.log_start = below;
+    if (ldecided_) acceptor_.Compact(t, below, ldecided_->record);
+  }
+}
+
+void Replica::OpenNow() {
+  // Every re-proposal and barrier is on a majority: open for writes. No
+  // worker is pushing (none was leading), so taking their mutexes only waits
+  // for transactions in progress (refused at commit by the role check).
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    LStream& s = *lstreams_[t];
+    std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
+    if (mu) mu->lock();
+    s.buf.clear();
+    s.count = 0;
+    s.closed_ts = 0;
+    s.started = s.last_close = SteadyClock::now();
+    s.epoch_max_ts.store(0, std::memory_order_relaxed);
+    s.leading.store(lepoch_, std::memory_order_release);
+    if (mu) mu->unlock();
+  }
+  lmode_ = LMode::kOpen;
+  led_epoch_ = lepoch_;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    leader_epoch_ = lepoch_;
+    leader_id_ = opts_.id;
+    leader_addr_ = opts_.client_address;
+  }
+  covered_epoch_.store(lepoch_, std::memory_order_release);
+  covered_ts_.store(0, std::memory_order_release);
+  open_.store(true, std::memory_order_release);
+  role_.store(Role::kLeader, std::memory_order_release);
+  open_cv_.notify_all();
+}
+
+void Replica::StepDownLocked(uint64_t newer_epoch, const char* why) {
+  if (lmode_ == LMode::kIdle) return;
+  bool was_open = lmode_ == LMode::kOpen;
+  uint64_t max_ts = 0;
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    LStream& s = *lstreams_[t];
+    s.leading.store(0, std::memory_order_release);
+    max_ts = std::max(max_ts, s.epoch_max_ts.load(std::memory_order_relaxed));
+    BatchPtr b;
+    while (s.ring.TryPop(&b)) {
+    }
+  }
+  open_.store(false, std::memory_order_release);
+  covered_ts_.store(0, std::memory_order_release);
+  if (was_open) {
+    deposed_epoch_ = lepoch_;
+    deposed_max_ts_ = max_ts;
+  }
+  // The store holds this epoch's majority-accepted prefix of every stream:
+  // replay (as a follower) goes on from there.
+  {
+    std::lock_guard<std::mutex> g(rmu_);
+    for (uint32_t t = 0; t < opts_.streams; t++) {
+      LStream& s = *lstreams_[t];
+      RStream& rs = *rstreams_[t];
+      uint64_t from = was_open ? s.c_end : rs.cursor;
+      if (from > rs.cursor) {
+        // The walk's reach over [log start, c_end): compacted entries, then
+        // the ones still in the log.
+        LogKey reach = s.walk_reach;
+        uint64_t barrier = s.walk_barrier;
+        if (ldecided_) {
+          for (const auto& e : s.log) {
+            if (e.index >= from) break;
+            AdvanceReach(Slot{e.index, lepoch_, e.value}, ldecided_->record, &reach, &barrier);
+          }
+        }
+        rs.reach = std::max(rs.reach, reach);
+        rs.barrier = std::max(rs.barrier, barrier);
+        rs.cursor = from;
+        rs.batch.reset();
+        rs.txns.clear();
+        rs.pos = rs.skip = 0;
+        rs.consumed = std::max(rs.consumed, s.c_key);
+        replayed_next_[t].store(from, std::memory_order_release);
+      }
+    }
+    replay_paused_ = false;
+    replay_epoch_ = 0;
+    replay_g_ = {};
+  }
+  for (auto& s : lstreams_) {
+    s->log.clear();
+    s->c_end = s->next_index = s->log_start = 0;
+  }
+  lmode_ = LMode::kIdle;
+  g_ = {};
+  bool suspect = was_open && max_ts > 0;
+  role_.store(suspect || dirty_.load() ? Role::kCatchingUp : Role::kFollower, std::memory_order_release);
+  std::fprintf(stderr, "rolis-repl %u: stepped down from epoch %lu (%s; newer epoch %lu)\n", opts_.id,
+               static_cast<unsigned long>(lepoch_), why, static_cast<unsigned long>(newer_epoch));
+  lepoch_ = 0;
+  open_cv_.notify_all();
+  FailWaiters("this member stopped leading before replication acknowledged the transaction");
+}
+
+void Replica::StepDown(uint64_t newer_epoch, const char* why) {
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    StepDownLocked(newer_epoch, why);
+  }
+  CompleteWaiters();
+  CheckDeposed();
+}
+
+void Replica::CheckDeposed() {
+  // The record that followed the epoch this member led may be known already.
+  DecidedPtr d = Latest();
+  if (d) OnNewRecord(d);
+}
+
+// ---------------------------------------------------------------------------
+// Watermark waiters.
+
+bool Replica::WatermarkCovers(uint64_t commit_ts) const {
+  return open_.load(std::memory_order_acquire) && covered_ts_.load(std::memory_order_acquire) >= commit_ts;
+}
+
+bool Replica::AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* w) {
+  if (WatermarkCovers(commit_ts)) return true;
+  {
+    std::lock_guard<std::mutex> g(wmu_);
+    if (!open_.load(std::memory_order_acquire)) {
+      failed_.push_back({w, "this member is not the open leader"});
+    } else {
+      waiters_.push(Waiter{commit_ts, w});
+    }
+  }
+  kick_.store(true, std::memory_order_release);
+  loop_cv_.notify_one();
+  return false;
+}
+
+void Replica::FailWaiters(const std::string& why) {
+  std::lock_guard<std::mutex> g(wmu_);
+  while (!waiters_.empty()) {
+    failed_.push_back({waiters_.top().w, why});
+    waiters_.pop();
+  }
+}
+
+void Replica::CompleteWaiters() {
+  std::vector<WatermarkWaiter*> done;
+  std::vector<std::pair<WatermarkWaiter*, std::string>> failed;
+  {
+    std::lock_guard<std::mutex> g(wmu_);
+    if (open_.load(std::memory_order_acquire)) {
+      uint64_t covered = covered_ts_.load(std::memory_order_acquire);
+      while (!waiters_.empty() && waiters_.top().ts <= covered) {
+        done.push_back(waiters_.top().w);
+        waiters_.pop();
+      }
+    } else {
+      while (!waiters_.empty()) {
+        failed_.push_back({waiters_.top().w, "this member stopped leading before replication acknowledged it"});
+        waiters_.pop();
+      }
+    }
+    failed.swap(failed_);
+  }
+  for (WatermarkWaiter* w : done) w->Done(true, "");
+  for (auto& [w, why] : failed) w->Done(false, why);
+}
+
+void Replica::OnAcceptReply(uint32_t peer, const AcceptReply& r) {
+  {
+    std::lock_guard<std::mutex> g(inbox_mu_);
+    inbox_.push_back({peer, r});
+  }
+  kick_.store(true, std::memory_order_release);
+  loop_cv_.notify_one();
+}
+
+void Replica::OnLinkReset(uint32_t peer, uint32_t stream) {
+  {
+    std::lock_guard<std::mutex> g(inbox_mu_);
+    resets_.push_back({peer, stream});
+  }
+  kick_.store(true, std::memory_order_release);
+  loop_cv_.notify_one();
+}
+
+// ---------------------------------------------------------------------------
+// Follower: accepting and learning.
+
+std::string Replica::Validate(const AcceptMsg& m) const {
+  if (m.stream >= opts_.streams) {
+    return "unknown stream " + std::to_string(m.stream) + " (this member has " + std::to_string(opts_.streams) + ")";
+  }
+  if (m.epoch == 0) return "epoch 0";
+  if (m.from == opts_.id) return "an accept from this member itself";
+  if (std::find(opts_.members.begin(), opts_.members.end(), m.from) == opts_.members.end()) {
+    return "sender " + std::to_string(m.from) + " is not a member";
+  }
+  if (!m.slot.value) return "slot without a value";
+  if (m.slot.index < m.log_start) return "slot below the sender's log start";
+  const Batch& b = *m.slot.value;
+  if (b.epoch > m.epoch) return "value of an epoch above the sender's";
+  if (m.decided && m.decided->record.epoch != m.epoch) return "decided record of another epoch";
+  switch (b.kind) {
+    case BatchKind::kTxns: {
+      Status s = CheckPayload(b.payload, b.txn_count, b.txn_count > 0 ? b.last_ts : 0, b.crc);
+      if (!s.ok()) return s.message();
+      break;
+    }
+    case BatchKind::kNoop:
+    case BatchKind::kBarrier:
+      if (!b.payload.empty() || b.txn_count != 0) return "no-op or barrier with transactions";
+      break;
+    default:
+      return "unknown batch kind";
+  }
+  return "";
+}
+
+AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
+  AcceptReply r;
+  r.from = opts_.id;
+  r.stream = m.stream;
+  r.slot_index = m.slot.index;
+  if (std::string err = Validate(m); !err.empty()) {
+    r.error = err;
+    return r;
+  }
+  if (!voting_.load(std::memory_order_acquire)) {
+    r.error = "catching up: not voting yet";
+    return r;
+  }
+  AcceptReply a = acceptor_.Accept(m);
+  r.ok = a.ok;
+  r.promised_epoch = a.promised_epoch;
+  r.need_from = a.need_from;
+  r.first_slot = a.first_slot;
+  const uint32_t t = m.stream;
+  if (r.ok) {
+    if (m.decided) LearnRecord(m.decided);
+    LearnLeader(m.epoch, m.from, m.leader_client_address);
+    {
+      std::lock_guard<std::mutex> g(rmu_);
+      if (m.epoch > replay_epoch_ && !replay_paused_) {
+        // A new leader: it re-proposed what was chosen at ballot m.epoch;
+        // heads not yet started may be values that were never chosen.
+        replay_epoch_ = m.epoch;
+        replay_g_ = {};
+        replay_record_ = m.decided;
+        for (auto& rs : rstreams_) {
+          if (rs->batch && rs->pos == 0 && rs->skip == 0) {
+            rs->batch.reset();
+            rs->txns.clear();
+          }
+        }
+      }
+      if (m.epoch == replay_epoch_ && m.commit_watermark > replay_g_) replay_g_ = m.commit_watermark;
+      replay_kick_ = true;
+    }
+    replay_cv_.notify_one();
+    uint64_t replayed = replayed_next_[t].load(std::memory_order_acquire);
+    if (m.compact_below > r.first_slot + opts_.compact_every && replayed > r.first_slot) {
+      if (DecidedPtr d = Latest()) acceptor_.Compact(t, std::min(m.compact_below, replayed), d->record);
+      r.first_slot = acceptor_.first_slot(t);
+    }
+    // The leader compacted slots this member has not replayed and cannot
+    // send them again at its ballot (a copy of an older ballot here may not
+    // be the chosen value): it catches up by state transfer.
+    Slot head;
+    bool have = acceptor_.Get(t, replayed, &head) && head.ballot == m.epoch;
+    if (m.log_start > replayed && !have && !needs_transfer_.exchange(true)) {
+      std::fprintf(stderr, "rolis-repl %u: behind the leader's log on stream %u (at %lu, log starts at %lu): "
+                   "state transfer\n", opts_.id, t, static_cast<unsigned long>(replayed),
+                   static_cast<unsigned long>(m.log_start));
+      catch_cv_.notify_all();
+    }
+  }
+  r.replayed_next = replayed_next_[t].load(std::memory_order_acquire);
+  return r;
+}
+
+void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr) {
+  bool abandon = false;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (epoch < leader_epoch_) return;
+    if (epoch > leader_epoch_ || leader_id_ != leader) {
+      leader_epoch_ = epoch;
+      leader_id_ = leader;
+      leader_addr_ = addr;
+    } else if (!addr.empty()) {
+      leader_addr_ = addr;
+    }
+    if (pending_ && pending_->epoch < epoch && leader != opts_.id) {
+      pending_.reset();
+      abandon = true;
+    }
+  }
+  if (leader == opts_.id) return;
+  // Another member leads a newer epoch: a stale leader steps down (its
+  // acceptor promised the newer epoch, so it could not commit anyway).
+  bool leading;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    leading = lmode_ != LMode::kIdle && lepoch_ < epoch;
+  }
+  if (leading) StepDown(epoch, "another member leads a newer epoch");
+  if (abandon && role_.load() == Role::kCandidate) {
+    role_.store(dirty_.load() ? Role::kCatchingUp : Role::kFollower);
+  }
+}
+
+void Replica::LearnRecord(const DecidedPtr& d) {
+  if (!d || !control_.Learn(d)) return;
+  OnNewRecord(d);
+}
+
+void Replica::OnNewRecord(const DecidedPtr& d) {
+  bool dirty_now = false;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    if (deposed_epoch_ != 0 && d->record.epoch > deposed_epoch_) {
+      auto it = d->record.cut.find(deposed_epoch_);
+      bool clean = deposed_max_ts_ == 0 || (it != d->record.cut.end() && it->second >= deposed_max_ts_);
+      if (!clean) dirty_now = true;
+      std::fprintf(stderr, "rolis-repl %u: record of epoch %lu: the commits of epoch %lu led here (up to ts %lu) %s\n",
+                   opts_.id, static_cast<unsigned long>(d->record.epoch), static_cast<unsigned long>(deposed_epoch_),
+                   static_cast<unsigned long>(deposed_max_ts_),
+                   clean ? "all survive" : "do not all survive: state transfer");
+      deposed_epoch_ = 0;
+      deposed_max_ts_ = 0;
+    }
+  }
+  if (dirty_now) dirty_.store(true);
+  if (dirty_.load()) {
+    needs_transfer_.store(true);
+    if (role_.load() != Role::kLeader) role_.store(Role::kCatchingUp);
+    catch_cv_.notify_all();
+  } else if (role_.load() == Role::kCatchingUp && voting_.load() && !needs_transfer_.load()) {
+    role_.store(Role::kFollower);
+  }
+  if (d->leader_id != opts_.id) LearnLeader(d->record.epoch, d->leader_id, "");
+}
+
+// ---------------------------------------------------------------------------
+// Follower: replay.
+
+void Replica::ReplayLoop() {
+  std::unique_lock<std::mutex> lk(rmu_);
+  bool idle_quiesced = false;
+  auto last_horizon = SteadyClock::now();
+  while (!stop_.load()) {
+    replay_cv_.wait_for(lk, std::chrono::milliseconds(5), [&] { return replay_kick_ || stop_.load(); });
+    replay_kick_ = false;
+    if (stop_.load() || replay_paused_ || !db_ || !replay_worker_) continue;
+    bool progress = ReplayOnce();
+    if (progress) {
+      idle_quiesced = false;
+      replay_kick_ = true;  // more may be ready: go on after letting others in
+      lk.unlock();
+      std::this_thread::yield();
+      lk.lock();
+    } else if (!idle_quiesced) {
+      // The engine's snapshot (read-only transactions) and reclamation wait
+      // for every worker that is inside an epoch.
+      replay_worker_->Quiesce();
+      idle_quiesced = true;
+    }
+    if (SteadyClock::now() - last_horizon > std::chrono::milliseconds(50)) {
+      LogKey r = ReplayedKeyLocked();
+      if (r.epoch > 0) db_->SetReplayHorizon(r.epoch, r.ts);
+      last_horizon = SteadyClock::now();
+    }
+  }
+}
+
+LogKey Replica::ReplayedKeyLocked() const {
+  if (replay_epoch_ == 0) {
+    LogKey k{UINT64_MAX, UINT64_MAX};
+    for (const auto& rs : rstreams_) k = std::min(k, rs->consumed);
+    return k.epoch == UINT64_MAX ? LogKey{} : k;
+  }
+  LogKey k = replay_g_;
+  for (const auto& rs : rstreams_) {
+    // A stream whose next item is above G has applied all of its own up to G.
+    if (rs->beyond > replay_g_) continue;
+    if (rs->batch && rs->pos < rs->txns.size() && LogKey{rs->batch->epoch, rs->txns[rs->pos].ts} > replay_g_) continue;
+    k = std::min(k, rs->consumed);
+  }
+  return k;
+}
+
+void Replica::ApplyTxn(const DecodedTxn& t, uint64_t epoch) {
+  for (const WriteRecord& w : t.writes) {
+    Status s = db_->ApplyReplicated(replay_worker_.get(), w, epoch, t.ts);
+    if (!s.ok()) {
+      static std::atomic<int> logged{0};
+      if (logged.fetch_add(1) < 10) {
+        std::fprintf(stderr, "rolis-repl %u: replay of a write at %lu.%lu failed: %s\n", opts_.id,
+                     static_cast<unsigned long>(epoch), static_cast<unsigned long>(t.ts), s.ToString().c_str());
+      }
+    }
+  }
+}
+
+bool Replica::ReplayOnce() {
+  const uint64_t E = replay_epoch_;
+  if (E == 0 || !replay_record_) return false;
+  const LogKey G = replay_g_;
+  const EpochRecord& rec = replay_record_->record;
+  bool progress = false;
+  // Fill every stream's head: pass no-ops, barriers and empty batches at or
+  // below G; stop at a missing slot (or one not yet at ballot E).
+  auto fill = [&](uint32_t t) {
+    RStream& rs = *rstreams_[t];
+    rs.blocked = false;
+    rs.beyond = {};
+    for (;;) {
+      if (rs.batch) {
+        if (rs.pos < rs.txns.size()) return;
+        AdvanceReach(Slot{rs.cursor, E, rs.batch}, rec, &rs.reach, &rs.barrier);
+        rs.batch.reset();
+        rs.txns.clear();
+        rs.pos = 0;
+        rs.cursor++;
+        replayed_next_[t].store(rs.cursor, std::memory_order_release);
+        progress = true;
+        continue;
+      }
+      Slot s;
+      if (!acceptor_.Get(t, rs.cursor, &s) || s.ballot != E) {
+        rs.blocked = true;
+        return;
+      }
+      const Batch& b = *s.value;
+      if (b.kind == BatchKind::kNoop) {
+        AdvanceReach(s, rec, &rs.reach, &rs.barrier);
+        rs.cursor++;
+        replayed_next_[t].store(rs.cursor, std::memory_order_release);
+        progress = true;
+        continue;
+      }
+      LogKey key = b.key();
+      if (b.kind == BatchKind::kBarrier || b.txn_count == 0) {
+        if (key > G) {
+          rs.beyond = key;
+          return;
+        }
+        rs.consumed = std::max(rs.consumed, key);
+        AdvanceReach(s, rec, &rs.reach, &rs.barrier);
+        rs.cursor++;
+        replayed_next_[t].store(rs.cursor, std::memory_order_release);
+        progress = true;
+        continue;
+      }
+      std::vector<DecodedTxn> txns;
+      if (!DecodeTxns(b.payload, b.txn_count, b.last_ts, &txns).ok()) {
+        rs.blocked = true;  // validated on arrival; cannot happen
+        return;
+      }
+      rs.batch = s.value;
+      rs.txns = std::move(txns);
+      rs.pos = std::min(rs.skip, rs.txns.size());
+      rs.skip = 0;
+    }
+  };
+  for (uint32_t t = 0; t < opts_.streams; t++) fill(t);
+  // Merge by key: apply the smallest head while it is at or below G and no
+  // blocked stream could still hold something smaller. The applied set stays
+  // a prefix of the key order, so the store is a consistent state.
+  for (int n = 0; n < 4096; n++) {
+    int best = -1;
+    LogKey bk{};
+    for (uint32_t t = 0; t < opts_.streams; t++) {
+      RStream& rs = *rstreams_[t];
+      if (!rs.batch || rs.pos >= rs.txns.size()) continue;
+      LogKey k{rs.batch->epoch, rs.txns[rs.pos].ts};
+      if (best < 0 || k < bk) {
+        best = static_cast<int>(t);
+        bk = k;
+      }
+    }
+    if (best < 0 || bk > G) break;
+    bool safe = true;
+    for (uint32_t t = 0; t < opts_.streams && safe; t++) {
+      const RStream& rs = *rstreams_[t];
+      if (static_cast<int>(t) != best && rs.blocked && rs.consumed < bk) safe = false;
+    }
+    if (!safe) break;
+    RStream& rs = *rstreams_[best];
+    if (IsValid(rec, bk)) ApplyTxn(rs.txns[rs.pos], rs.batch->epoch);
+    rs.consumed = std::max(rs.consumed, bk);
+    rs.pos++;
+    progress = true;
+    if (rs.pos >= rs.txns.size()) fill(best);
+  }
+  return progress;
+}
+
+// ---------------------------------------------------------------------------
+// Calls to every member.
+
+std::vector<std::pair<uint32_t, PromiseReply>> Replica::PromiseAll(const PromiseMsg& m, bool include_self) {
+  std::vector<std::pair<uint32_t, PromiseReply>> out;
+  std::vector<std::pair<uint32_t, std::future<std::pair<Status, PromiseReply>>>> calls;
+  for (uint32_t p : peers()) {
+    calls.push_back({p, std::async(std::launch::async, [this, p, m] {
+                       PromiseReply r;
+                       Status s = transport_->Promise(p, m, &r, opts_.rpc_timeout);
+                       return std::make_pair(s, r);
+                     })});
+  }
+  if (include_self) out.push_back({opts_.id, HandlePromise(m)});
+  for (auto& [p, f] : calls) {
+    auto [s, r] = f.get();
+    if (s.ok()) out.push_back({p, std::move(r)});
+  }
+  return out;
+}
+
+std::vector<std::pair<uint32_t, ControlReply>> Replica::ControlAll(const ControlMsg& m) {
+  std::vector<std::pair<uint32_t, ControlReply>> out;
+  std::vector<std::pair<uint32_t, std::future<std::pair<Status, ControlReply>>>> calls;
+  for (uint32_t p : peers()) {
+    calls.push_back({p, std::async(std::launch::async, [this, p, m] {
+                       ControlReply r;
+                       Status s = transport_->Control(p, m, &r, opts_.rpc_timeout);
+                       return std::make_pair(s, r);
+                     })});
+  }
+  out.push_back({opts_.id, HandleControl(m)});
+  for (auto& [p, f] : calls) {
+    auto [s, r] = f.get();
+    if (s.ok()) out.push_back({p, std::move(r)});
+  }
+  return out;
+}
+
+PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
+  PromiseReply r;
+  if (!voting_.load(std::memory_order_acquire)) {
+    // No vote while probing or catching up; say whether it holds anything
+    // (members of a new cluster probe each other at start).
+    r.from = opts_.id;
+    r.amnesic = true;
+    r.promised_epoch = acceptor_.promised();
+    bool any_slot = false;
+    for (uint32_t t = 0; t < opts_.streams; t++) any_slot = any_slot || acceptor_.next_slot(t) > 0;
+    r.virgin = r.promised_epoch == 0 && !any_slot && !control_.HasState();
+    r.error = "catching up: not voting yet";
+    return r;
+  }
+  r = acceptor_.Promise(m);
+  r.from = opts_.id;
+  r.decided = Latest();
+  bool any_slot = false;
+  for (const auto& s : r.streams) any_slot = any_slot || !s.slots.empty() || s.first_slot > 0;
+  r.virgin = r.promised_epoch == 0 && !any_slot && !control_.HasState();
+  if (m.peek) return r;
+  if (r.ok && m.from != opts_.id) {
+    // A candidate of a newer epoch: this member's own leadership (if any)
+    // is over, its acceptor will refuse its accepts.
+    bool leading;
+    {
+      std::lock_guard<std::mutex> g(lmu_);
+      leading = lmode_ != LMode::kIdle && lepoch_ < m.epoch;
+    }
+    if (leading) StepDown(m.epoch, "promised a candidate of a newer epoch");
+    std::lock_guard<std::mutex> g(mu_);
+    if (pending_ && pending_->epoch < m.epoch) {
+      pending_.reset();
+      if (role_.load() == Role::kCandidate) role_.store(Role::kFollower);
+    }
+  }
+  return r;
+}
+
+ControlReply Replica::HandleControl(const ControlMsg& m) {
+  if (!voting_.load(std::memory_order_acquire)) {
+    ControlReply r;
+    r.from = opts_.id;
+    r.error = "catching up: not voting yet";
+    return r;
+  }
+  DecidedPtr before = Latest();
+  ControlReply r = control_.Handle(m, opts_.id);
+  if (IsBetterDecided(r.latest, before)) OnNewRecord(r.latest);
+  return r;
+}
+
+bool Replica::DrainLeader(std::chrono::milliseconds timeout) {
+  // Stop taking writes (the role check refuses them), let transactions in
+  // progress finish, close every buffer, and wait until G covers every
+  // commit of this epoch: then nothing of it can be lost by the failover.
+  role_.store(Role::kCandidate, std::memory_order_release);
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
+    if (!mu) continue;
+    std::lock_guard<std::mutex> g(*mu);
+    LStream& s = *lstreams_[t];
+    uint64_t e = s.leading.load();
+    if (e != 0 && s.count > 0) CloseBatch(s, e, true);
+  }
+  uint64_t max_ts = 0;
+  for (auto& s : lstreams_) max_ts = std::max(max_ts, s->epoch_max_ts.load());
+  auto deadline = SteadyClock::now() + timeout;
+  while (SteadyClock::now() < deadline) {
+    if (!open_.load()) return false;
+    if (covered_ts_.load() >= max_ts) return true;
+    kick_.store(true);
+    loop_cv_.notify_one();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// ---------------------------------------------------------------------------
+// Failover (driven through the admin API).
+
+Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out) {
+  std::lock_guard<std::mutex> op(op_mu_);
+  if (!voting_.load() || needs_transfer_.load()) {
+    return Status::FailedPrecondition("this member is catching up (state transfer): choose another candidate");
+  }
+  if (dirty_.load()) {
+    return Status::FailedPrecondition(
+        "this member holds commits that a failover discarded and needs a state transfer: choose another candidate");
+  }
+  if (last_decided.record.epoch >= new_epoch) {
+    return Status::InvalidArgument("the new epoch must be above the last decided one");
+  }
+  if (new_epoch < acceptor_.promised()) {
+    return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was already promised here");
+  }
+  // The current leader hands over: what it committed gets on a majority
+  // first, so that it stays a valid candidate with nothing to lose.
+  bool leading;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    leading = lmode_ == LMode::kOpen;
+  }
+  if (leading) DrainLeader(opts_.rpc_timeout);
+  StepDown(new_epoch, "failover to a new epoch");
+  uint64_t my_led = 0, my_max = 0;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    my_led = deposed_epoch_;
+    my_max = deposed_max_ts_;
+  }
+  Role before = role_.load();
+  role_.store(Role::kCandidate);
+  auto fail = [&](Status s) {
+    role_.store(dirty_.load() ? Role::kCatchingUp : (before == Role::kCandidate ? Role::kFollower : before));
+    if (role_.load() == Role::kCandidate || role_.load() == Role::kLeader) role_.store(Role::kFollower);
+    return s;
+  };
+
+  // 1. Promise(e') on every member; a majority must grant it.
+  PromiseMsg pm;
+  pm.from = opts_.id;
+  pm.epoch = new_epoch;
+  auto replies = PromiseAll(pm, true);
+  std::vector<const PromiseReply*> oks;
+  DecidedPtr newest;
+  for (auto& [id, r] : replies) {
+    if (r.ok && !r.amnesic) {
+      oks.push_back(&r);
+      if (IsBetterDecided(r.decided, newest)) newest = r.decided;
+    } else if (!r.amnesic && r.promised_epoch > new_epoch) {
+      return fail(Status::Aborted("member " + std::to_string(id) + " promised epoch " +
+                                  std::to_string(r.promised_epoch) + " already"));
+    }
+  }
+  if (oks.size() < majority()) {
+    return fail(Unavailable("only " + std::to_string(oks.size()) + " of " + std::to_string(opts_.members.size()) +
+                            " members promised epoch " + std::to_string(new_epoch) + "; a majority is needed"));
+  }
+  if (IsBetterDecided(Latest(), newest)) newest = Latest();
+  if (newest && newest->record.epoch > last_decided.record.epoch) {
+    LearnRecord(newest);
+    return fail(Status::FailedPrecondition("the record of epoch " + std::to_string(newest->record.epoch) +
+                                           " is decided: start the failover from it"));
+  }
+
+  // 2-4. Merge, walk, G' and V' (failover_plan.h).
+  std::vector<BatchPtr> payloads;
+  std::vector<std::vector<std::vector<AcceptedSlot>>> quorum(oks.size());
+  std::vector<StreamBase> bases(opts_.streams);
+  for (size_t i = 0; i < oks.size(); i++) {
+    const PromiseReply& r = *oks[i];
+    quorum[i].resize(opts_.streams);
+    for (uint32_t t = 0; t < opts_.streams && t < r.streams.size(); t++) {
+      const StreamSlots& ss = r.streams[t];
+      // The walk starts where the member that compacted most stopped.
+      if (ss.first_slot > bases[t].first_slot) {
+        bases[t] = StreamBase{ss.first_slot, ss.base_key, ss.base_barrier};
+      } else if (ss.first_slot == bases[t].first_slot) {
+        bases[t].base_key = std::max(bases[t].base_key, ss.base_key);
+        bases[t].base_barrier = std::max(bases[t].base_barrier, ss.base_barrier);
+      }
+      for (const Slot& s : ss.slots) {
+        if (!s.value) continue;
+        payloads.push_back(s.value);
+        quorum[i][t].push_back(AcceptedSlot{
+            s.index, s.ballot, SlotValue{s.value->kind, s.value->epoch, s.value->last_ts, payloads.size()}});
+      }
+    }
+  }
+  FailoverPlan plan = PlanFailoverFrom(new_epoch, last_decided.record, quorum, bases);
+
+  // This member's store must hold every compacted entry (it replays the rest).
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    if (replayed_next_[t].load() < bases[t].first_slot) {
+      return fail(Status::FailedPrecondition("this member has replayed stream " + std::to_string(t) + " up to slot " +
+                                             std::to_string(replayed_next_[t].load()) + " but a member compacted up to " +
+                                             std::to_string(bases[t].first_slot) + ": choose another candidate"));
+    }
+  }
+  // A member that led an epoch keeps its commits in its store: they must all
+  // survive the new cut, or it cannot lead.
+  if (my_led != 0 && my_max != 0) {
+    auto it = plan.record.cut.find(my_led);
+    if (it == plan.record.cut.end() || it->second < my_max) {
+      dirty_.store(true);
+      needs_transfer_.store(true);
+      catch_cv_.notify_all();
+      return fail(Status::FailedPrecondition("this member led epoch " + std::to_string(my_led) +
+                                             " and holds commits beyond the new cut: choose another candidate"));
+    }
+  }
+
+  auto pending = std::make_unique<Pending>();
+  pending->epoch = new_epoch;
+  pending->proposed = Decided{plan.record, opts_.id, plan.watermark};
+  pending->bases = bases;
+  pending->led_epoch = my_led;
+  pending->repropose.resize(opts_.streams);
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    for (const AcceptedSlot& a : plan.repropose[t]) {
+      BatchPtr v;
+      if (a.value.payload_id > 0) {
+        v = payloads[a.value.payload_id - 1];  // as found
+      } else {
+        auto b = std::make_shared<Batch>();
+        b->kind = a.value.kind;
+        b->epoch = new_epoch;
+        v = std::move(b);
+      }
+      pending->repropose[t].push_back(Slot{a.index, new_epoch, std::move(v)});
+    }
+  }
+  out->proposed = pending->proposed;
+  out->promised_by.clear();
+  for (const PromiseReply* r : oks) out->promised_by.push_back(r->from);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    pending_ = std::move(pending);
+  }
+  std::fprintf(stderr, "rolis-repl %u: prepared epoch %lu: G' = %s\n", opts_.id, static_cast<unsigned long>(new_epoch),
+               KeyStr(plan.watermark).c_str());
+  return Status::OK();
+}
+
+Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
+  std::lock_guard<std::mutex> ctl(ctl_mu_);
+  *decided = false;
+  if (!voting_.load()) return Status::FailedPrecondition("this member is catching up: ask another member");
+  if (record.record.epoch <= expected_previous) {
+    return Status::InvalidArgument("the record's epoch must be above the expected previous epoch");
+  }
+  DecidedPtr latest = Latest();
+  if (!latest || latest->record.epoch < expected_previous) {
+    ControlMsg q;
+    q.kind = ControlMsg::Kind::kQuery;
+    q.from = opts_.id;
+    for (auto& [id, r] : ControlAll(q)) LearnRecord(r.latest);
+    latest = Latest();
+  }
+  if (latest && latest->record.epoch > expected_previous) {
+    *current = latest;
+    return Status::OK();
+  }
+  if (expected_previous > 0 && (!latest || latest->record.epoch != expected_previous)) {
+    return Status::FailedPrecondition("the record of epoch " + std::to_string(expected_previous) +
+                                      " is not known to be decided");
+  }
+  auto mine = std::make_shared<const Decided>(record);
+  DecidedPtr prev = expected_previous > 0 ? latest : nullptr;
+  DecidedPtr chosen;
+  uint64_t round = 1;
+  std::mt19937_64 rng(opts_.id * 7919 + record.record.epoch);
+  for (int attempt = 0; attempt < 20 && !chosen && !stop_.load(); attempt++) {
+    const uint64_t ballot = (round << 8) | (opts_.id & 0xFF);
+    ControlMsg pm;
+    pm.kind = ControlMsg::Kind::kPrepare;
+    pm.from = opts_.id;
+    pm.instance = expected_previous;
+    pm.ballot = ballot;
+    pm.prev = prev;
+    size_t ok = 0;
+    uint64_t best_ballot = 0;
+    DecidedPtr value = mine;
+    uint64_t highest = 0;
+    for (auto& [id, r] : ControlAll(pm)) {
+      if (r.latest && r.latest->record.epoch > expected_previous) {
+        LearnRecord(r.latest);
+        *current = r.latest;
+        return Status::OK();
+      }
+      highest = std::max(highest, r.promised);
+      if (!r.ok) continue;
+      ok++;
+      if (r.accepted && r.accepted_ballot > best_ballot) {
+        best_ballot = r.accepted_ballot;
+        value = r.accepted;  // Paxos: propose the value of the highest ballot accepted
+      }
+    }
+    if (ok >= majority()) {
+      ControlMsg am = pm;
+      am.kind = ControlMsg::Kind::kAccept;
+      am.value = value;
+      size_t acc = 0;
+      for (auto& [id, r] : ControlAll(am)) {
+        if (r.latest && r.latest->record.epoch > expected_previous) {
+          LearnRecord(r.latest);
+          *current = r.latest;
+          return Status::OK();
+        }
+        highest = std::max(highest, r.promised);
+        if (r.ok) acc++;
+      }
+      if (acc >= majority()) chosen = value;
+    }
+    if (!chosen) {
+      round = std::max(round, highest >> 8) + 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 20));
+    }
+  }
+  if (!chosen) return Unavailable("no majority answered the control stream");
+  LearnRecord(chosen);
+  ControlMsg lm;
+  lm.kind = ControlMsg::Kind::kLearn;
+  lm.from = opts_.id;
+  lm.instance = expected_previous;
+  lm.value = chosen;
+  ControlAll(lm);
+  *current = chosen;
+  *decided = *chosen == record;
+  return Status::OK();
+}
+
+Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
+  std::lock_guard<std::mutex> op(op_mu_);
+  const uint64_t e = record.record.epoch;
+  std::unique_ptr<Pending> pending;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!pending_ || pending_->epoch != e || pending_->proposed.record != record.record ||
+        record.leader_id != opts_.id) {
+      return Status::FailedPrecondition("OpenEpoch must follow this member's PrepareFailover of epoch " +
+                                        std::to_string(e) + ", with the record it proposed");
+    }
+    pending = std::move(pending_);
+  }
+  if (role_.load() != Role::kCandidate) return Status::FailedPrecondition("this member is no longer the candidate");
+  if (acceptor_.promised() > e) {
+    role_.store(Role::kFollower);
+    return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was promised since");
+  }
+  auto dec = std::make_shared<const Decided>(record);
+  // Decided (by DecideEpoch or by the operator's compare-and-set).
+  LearnRecord(dec);
+
+  // The re-proposals, as found, with ballot e; this member's own vote first.
+  std::vector<uint64_t> self_need(opts_.streams);
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    for (const Slot& s : pending->repropose[t]) {
+      if (!acceptor_.AcceptLocal(t, s, e, pending->bases[t].first_slot, &self_need[t])) {
+        role_.store(Role::kFollower);
+        return Status::Aborted("a newer epoch was promised here");
+      }
+    }
+  }
+  // The new leader's state: replay of the valid entries at or below G'.
+  {
+    std::lock_guard<std::mutex> g(rmu_);
+    replay_paused_ = false;
+    replay_epoch_ = e;
+    replay_g_ = record.watermark;
+    replay_record_ = dec;
+    for (auto& rs : rstreams_) {
+      if (rs->batch && rs->pos == 0 && rs->skip == 0) {
+        rs->batch.reset();
+        rs->txns.clear();
+      }
+    }
+    if (db_ && replay_worker_) {
+      while (ReplayOnce()) {
+      }
+      replay_worker_->Quiesce();
+    }
+    for (uint32_t t = 0; t < opts_.streams; t++) {
+      RStream& rs = *rstreams_[t];
+      const Slot& barrier = pending->repropose[t].back();
+      // Replay stopped at the first entry above G' (or at the barrier): what
+      // is left before the barrier is above G', void under the new record.
+      AdvanceReach(barrier, dec->record, &rs.reach, &rs.barrier);
+      rs.cursor = barrier.index + 1;
+      rs.batch.reset();
+      rs.txns.clear();
+      rs.pos = rs.skip = 0;
+      rs.consumed = std::max(rs.consumed, LogKey{e, 0});
+      replayed_next_[t].store(rs.cursor);
+    }
+    replay_paused_ = true;  // a leader's store is its own
+  }
+  if (db_) db_->SetReplicationEpoch(e);
+
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    lepoch_ = e;
+    ldecided_ = dec;
+    g_ = {};
+    auto now = SteadyClock::now();
+    for (uint32_t t = 0; t < opts_.streams; t++) {
+      LStream& s = *lstreams_[t];
+      s.log.clear();
+      s.log_start = pending->bases[t].first_slot;
+      s.base_reach = {};
+      s.walk_reach = pending->bases[t].base_key;
+      s.walk_barrier = pending->bases[t].base_barrier;
+      LogKey reach{};
+      for (const Slot& sl : pending->repropose[t]) {
+        if (sl.value->kind != BatchKind::kNoop) reach = std::max(reach, sl.value->key());
+        s.log.push_back({sl.index, sl.value, reach});
+      }
+      s.next_index = pending->repropose[t].back().index + 1;
+      s.barrier_index = pending->repropose[t].back().index;
+      s.self_prefix = self_need[t];
+      s.c_end = s.log_start;
+      s.c_key = {};
+      for (PeerState& ps : s.peers) {
+        ps.acked = ps.prefix = ps.next_send = s.log_start;
+        ps.rewind_point = UINT64_MAX;
+        // Until it answers (or stays silent for live_window), a peer is taken
+        // to have replayed nothing of this log: no compaction past it.
+        ps.heard = true;
+        ps.last_progress = now;
+        ps.last_reply = now;
+        ps.replayed_next = s.log_start;
+      }
+    }
+    lmode_ = LMode::kOpening;
+    loop_kick_ = true;
+  }
+  loop_cv_.notify_all();
+
+  std::unique_lock<std::mutex> lk(lmu_);
+  open_cv_.wait_for(lk, opts_.open_timeout,
+                    [&] { return lmode_ == LMode::kOpen || lepoch_ != e || stop_.load(); });
+  if (lmode_ == LMode::kOpen && lepoch_ == e) {
+    *watermark = g_;
+    std::fprintf(stderr, "rolis-repl %u: leading epoch %lu (G' %s)\n", opts_.id, static_cast<unsigned long>(e),
+                 KeyStr(record.watermark).c_str());
+    return Status::OK();
+  }
+  if (lepoch_ != e) return Status::Aborted("stepped down while opening: a newer epoch was promised");
+  return Unavailable("the re-proposals of epoch " + std::to_string(e) +
+                     " are not on a majority yet; this member opens as soon as they are");
+}
+
+Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_client_address) {
+  auto dec = std::make_shared<const Decided>(record);
+  LearnRecord(dec);
+  if (record.leader_id != opts_.id) {
+    LearnLeader(record.record.epoch, record.leader_id, leader_client_address);
+  } else {
+    std::lock_guard<std::mutex> g(mu_);
+    if (record.record.epoch >= leader_epoch_ && !leader_client_address.empty()) leader_addr_ = leader_client_address;
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// State transfer.
+
+SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
+  SnapshotReply r;
+  if (!voting_.load() || dirty_.load() || needs_transfer_.load() || role_.load() != Role::kFollower || !db_) {
+    r.error = "not a caught-up follower";
+    return r;
+  }
+  std::lock_guard<std::mutex> sg(snap_mu_);
+  std::unique_ptr<Transaction> txn;
+  {
+    // Replay pauses while the snapshot is fixed: the store then holds exactly
+    // the transactions replay applied (a prefix of the key order).
+    std::lock_guard<std::mutex> g(rmu_);
+    if (replay_epoch_ == 0 || replay_paused_ || !replay_record_) {
+      r.error = "not following an open leader";
+      return r;
+    }
+    r.at = ReplayedKeyLocked();
+    r.leader_epoch = replay_epoch_;
+    r.decided = Latest();
+    for (const auto& rs : rstreams_) {
+      r.next_slot.push_back(rs->cursor);
+      r.skip.push_back(rs->batch ? rs->pos : rs->skip);
+      r.stream_key.push_back(rs->reach);
+      r.stream_barrier.push_back(rs->barrier);
+    }
+    // A read-only transaction sees the engine's snapshot epoch: wait until
+    // it covers every write replay made.
+    replay_worker_->Quiesce();
+    uint64_t e0 = db_->Stats().current_epoch;
+    auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+    while (db_->Stats().snapshot_epoch < e0) {
+      if (SteadyClock::now() > deadline) {
+        r.error = "the engine's snapshot epoch does not advance";
+        return r;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    txn = snapshot_worker_->BeginReadOnly();
+  }
+  for (TableId id = 0;; id++) {
+    Table* table = nullptr;
+    if (!db_->GetTable(id, &table).ok()) break;
+    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view v) {
+      r.writes.push_back(SnapshotWrite{id, std::string(k), std::string(v)});
+      return true;
+    });
+    if (!s.ok()) {
+      txn->Abort();
+      r.writes.clear();
+      r.error = "scan: " + s.message();
+      return r;
+    }
+  }
+  Status s = txn->Commit();
+  txn.reset();
+  snapshot_worker_->Quiesce();
+  r.ok = true;
+  return r;
+}
+
+void Replica::CatchUpLoop() {
+  int failures = 0;
+  while (!stop_.load()) {
+    bool work = !voting_.load() || needs_transfer_.load();
+    if (work) {
+      bool done = !voting_.load() ? Probe() : TransferState().ok();
+      failures = done ? 0 : std::min(failures + 1, 10);
+      if (done) continue;
+    }
+    std::unique_lock<std::mutex> lk(catch_mu_);
+    auto wait = work ? std::chrono::milliseconds(50 * (1 + failures)) : std::chrono::milliseconds(200);
+    catch_cv_.wait_for(lk, wait, [&] { return stop_.load(); });
+  }
+}
+
+bool Replica::Probe() {
+  // Did this member restart empty (the others know more than it does), or
+  // is the whole cluster new? It decides only when it knows: a member that
+  // forgot its votes must not vote before it catches up.
+  PromiseMsg pm;
+  pm.from = opts_.id;
+  pm.peek = true;
+  auto replies = PromiseAll(pm, false);
+  size_t virgin = 0;
+  bool others_know = false;
+  for (auto& [id, r] : replies) {
+    if (r.virgin) {
+      virgin++;
+    } else if (!r.amnesic) {
+      others_know = true;
+    }
+  }
+  if (others_know) {
+    needs_transfer_.store(true);
+    return TransferState().ok();
+  }
+  if (virgin >= std::min<size_t>(peers().size(), majority())) {
+    voting_.store(true);
+    role_.store(Role::kFollower);
+    std::fprintf(stderr, "rolis-repl %u: new cluster (%zu other members have no state): voting\n", opts_.id, virgin);
+    return true;
+  }
+  return false;
+}
+
+Status Replica::TransferState() {
+  if (!db_) return Status::FailedPrecondition("no engine attached");
+  DecidedPtr known = Latest();
+  uint64_t my_epoch = 0;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    if (lmode_ != LMode::kIdle) return Status::FailedPrecondition("leading");
+    my_epoch = std::max(led_epoch_, deposed_epoch_);
+  }
+  // 1. A snapshot from a caught-up follower.
+  SnapshotReply snap;
+  bool got = false;
+  std::string why;
+  for (uint32_t p : peers()) {
+    SnapshotMsg sm;
+    sm.from = opts_.id;
+    SnapshotReply r;
+    Status s = transport_->Snapshot(p, sm, &r, opts_.rpc_timeout * 5);
+    if (!s.ok() || !r.ok) {
+      why += " member " + std::to_string(p) + ": " + (s.ok() ? r.error : s.message()) + ";";
+      continue;
+    }
+    // A store that led an epoch holds commits of it: the snapshot must be of
+    // a later epoch so that its writes win over them.
+    if (r.at.epoch <= my_epoch) {
+      why += " member " + std::to_string(p) + ": snapshot of epoch " + std::to_string(r.at.epoch) + " not past " +
+             std::to_string(my_epoch) + ";";
+      continue;
+    }
+    if (r.next_slot.size() != opts_.streams) {
+      why += " member " + std::to_string(p) + ": snapshot of another number of streams;";
+      continue;
+    }
+    snap = std::move(r);
+    got = true;
+    break;
+  }
+  if (!got) return Unavailable("no snapshot:" + why);
+  // 2. The votes of a majority of the others (after the snapshot, so that
+  //    they cover every slot after it): this member adopts them, so whatever
+  //    it voted for before it lost its memory is still counted.
+  PromiseMsg pm;
+  pm.from = opts_.id;
+  pm.peek = true;
+  auto replies = PromiseAll(pm, false);
+  std::vector<const PromiseReply*> oks;
+  uint64_t max_promised = 0;
+  DecidedPtr newest = snap.decided;
+  for (auto& [id, r] : replies) {
+    if (!r.ok || r.amnesic) continue;
+    oks.push_back(&r);
+    max_promised = std::max(max_promised, r.promised_epoch);
+    if (IsBetterDecided(r.decided, newest)) newest = r.decided;
+  }
+  size_t need = std::min(majority(), peers().size());
+  if (oks.size() < need) {
+    return Unavailable("state transfer: " + std::to_string(oks.size()) + " members answered, " +
+                       std::to_string(need) + " needed");
+  }
+  std::vector<StreamSlots> adopted(opts_.streams);
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    adopted[t].first_slot = snap.next_slot[t];
+    adopted[t].base_key = snap.stream_key[t];
+    adopted[t].base_barrier = snap.stream_barrier[t];
+    std::map<uint64_t, Slot> best;
+    for (const PromiseReply* r : oks) {
+      if (t >= r->streams.size()) continue;
+      for (const Slot& s : r->streams[t].slots) {
+        if (s.index < snap.next_slot[t] || !s.value) continue;
+        auto [it, fresh] = best.try_emplace(s.index, s);
+        if (!fresh && s.ballot > it->second.ballot) it->second = s;
+      }
+    }
+    for (auto& [i, s] : best) adopted[t].slots.push_back(s);
+  }
+
+  // 3. The store becomes the snapshot: every snapshot write, and a delete of
+  //    every local key it lacks, installed with the snapshot's key (above
+  //    anything a deposed epoch left here, below everything replayed next).
+  {
+    std::lock_guard<std::mutex> g(rmu_);
+    replay_paused_ = true;
+    std::set<std::pair<TableId, std::string>> in_snapshot;
+    for (const SnapshotWrite& w : snap.writes) in_snapshot.insert({w.table, w.key});
+    std::vector<std::pair<TableId, std::string>> stale;
+    {
+      std::lock_guard<std::mutex> sg(snap_mu_);
+      replay_worker_->Quiesce();
+      uint64_t e0 = db_->Stats().current_epoch;
+      auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+      while (db_->Stats().snapshot_epoch < e0) {
+        if (SteadyClock::now() > deadline) {
+          replay_paused_ = false;
+          return Unavailable("the engine's snapshot epoch does not advance (a worker stays inside a transaction)");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      auto txn = snapshot_worker_->BeginReadOnly();
+      for (TableId id = 0;; id++) {
+        Table* table = nullptr;
+        if (!db_->GetTable(id, &table).ok()) break;
+        Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view) {
+          if (!in_snapshot.count({id, std::string(k)})) stale.push_back({id, std::string(k)});
+          return true;
+        });
+        (void)s;
+      }
+      (void)txn->Commit();
+      txn.reset();
+      snapshot_worker_->Quiesce();
+    }
+    for (const auto& [table, key] : stale) {
+      WriteRecord w{table, key, {}, true};
+      (void)db_->ApplyReplicated(replay_worker_.get(), w, snap.at.epoch, snap.at.ts);
+    }
+    for (const SnapshotWrite& sw : snap.writes) {
+      WriteRecord w{sw.table, sw.key, sw.value, false};
+      (void)db_->ApplyReplicated(replay_worker_.get(), w, snap.at.epoch, snap.at.ts);
+    }
+    replay_worker_->Quiesce();
+    for (uint32_t t = 0; t < opts_.streams; t++) {
+      RStream& rs = *rstreams_[t];
+      rs.cursor = snap.next_slot[t];
+      rs.skip = snap.skip[t];
+      rs.batch.reset();
+      rs.txns.clear();
+      rs.pos = 0;
+      rs.consumed = snap.at;
+      rs.reach = snap.stream_key[t];
+      rs.barrier = snap.stream_barrier[t];
+      replayed_next_[t].store(rs.cursor);
+    }
+    replay_epoch_ = 0;
+    replay_g_ = {};
+    replay_record_ = nullptr;
+    acceptor_.Reset(adopted, max_promised);
+    control_.SetHorizon(max_promised);
+    if (newest) control_.Learn(newest);
+    replay_paused_ = false;
+  }
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    deposed_epoch_ = deposed_max_ts_ = 0;
+    for (auto& s : lstreams_) s->orphan.store(false);
+  }
+  dirty_.store(false);
+  needs_transfer_.store(false);
+  voting_.store(true);
+  role_.store(Role::kFollower);
+  state_transfers_.fetch_add(1);
+  if (newest && newest->leader_id != opts_.id) LearnLeader(newest->record.epoch, newest->leader_id, "");
+  std::fprintf(stderr, "rolis-repl %u: state transfer done: %zu keys at %s, votes of %zu members adopted\n", opts_.id,
+               snap.writes.size(), KeyStr(snap.at).c_str(), oks.size());
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Status.
+
+ReplicaStatus Replica::GetStatus() const {
+  ReplicaStatus st;
+  st.id = opts_.id;
+  st.role = role_.load();
+  st.promised_epoch = acceptor_.promised();
+  st.decided = Latest();
+  st.dirty = dirty_.load();
+  st.log_bytes = acceptor_.bytes();
+  st.state_transfers = state_transfers_.load();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    st.epoch = leader_epoch_;
+    st.leader_id = leader_id_;
+    st.leader_address = leader_addr_;
+  }
+  st.streams.resize(opts_.streams);
+  bool leading = false;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    if (lmode_ == LMode::kOpen) {
+      leading = true;
+      st.watermark = g_;
+      st.replayed = g_;
+      for (uint32_t t = 0; t < opts_.streams; t++) {
+        const LStream& s = *lstreams_[t];
+        st.streams[t].committed_slot = s.c_end;
+        st.streams[t].committed_key = s.c_key;
+        st.streams[t].replayed_key = s.c_key;
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> g(rmu_);
+    if (!leading) {
+      st.watermark = replay_g_;
+      st.replayed = ReplayedKeyLocked();
+      for (uint32_t t = 0; t < opts_.streams; t++) {
+        st.streams[t].replayed_key = rstreams_[t]->consumed;
+        st.streams[t].committed_slot = rstreams_[t]->cursor;
+      }
+    }
+  }
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    st.streams[t].first_slot = acceptor_.first_slot(t);
+    st.streams[t].next_slot = acceptor_.next_slot(t);
+  }
+  return st;
+}
+
+}  // namespace rolis::replication

@@ -1,0 +1,288 @@
+// One member of a replicated Rolis cluster (docs/replication.md): the
+// leader's per-worker streams and watermark, the follower's replay, the
+// failover steps the admin API drives, the control stream's epoch
+// decisions, and the catch-up of a member that restarted empty.
+//
+// Threads:
+//   - workers call OnCommit (the CommitHook) holding their worker mutex;
+//   - the leader loop closes timed-out batches, sends Accepts, takes
+//     replies, advances G and completes the waiters;
+//   - the replay loop applies what the leader's G covers (followers);
+//   - the catch-up loop runs the start-up probe and state transfers;
+//   - transport threads call the ReplicaHandler methods;
+//   - admin threads call PrepareFailover/DecideEpoch/OpenEpoch/Announce.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acceptor.h"
+#include "codec.h"
+#include "rolis/db.h"
+#include "spsc.h"
+#include "transport.h"
+
+namespace rolis::replication {
+
+enum class Role { kFollower, kLeader, kCandidate, kCatchingUp };
+const char* RoleName(Role r);
+
+struct ReplicaOptions {
+  uint32_t id = 1;
+  std::vector<uint32_t> members;  // every member id, this one included
+  uint32_t streams = 1;           // worker streams (the same on every member)
+  uint32_t batch_size = 50;       // a batch closes at this many transactions ...
+  std::chrono::microseconds batch_timeout{1000};  // ... or after this long (idle: an empty batch)
+  uint32_t max_inflight = 64;     // per stream: batches beyond the majority-accepted prefix
+  uint32_t peer_window = 64;      // per stream and peer: batches sent and not acknowledged
+  std::chrono::milliseconds retransmit{100};   // resend what a peer has not acknowledged
+  std::chrono::milliseconds rpc_timeout{2000};  // Promise, Control, Snapshot calls
+  std::chrono::milliseconds open_timeout{5000};  // OpenEpoch waits this long for a majority
+  std::chrono::milliseconds live_window{3000};   // a peer silent longer no longer holds back compaction
+  uint64_t max_log_slots = 20000;  // per stream; a peer further behind catches up by state transfer
+  uint64_t compact_every = 64;     // compact once this many slots can go
+  std::string client_address;      // announced to followers (redirects)
+  // Start-up probe: find out from the other members whether this member
+  // restarted empty (then it catches up by state transfer before it votes).
+  bool probe_at_start = true;
+  // Clock of commit timestamps (see Clock below); default: CLOCK_MONOTONIC
+  // based bounds set by the caller through SetClock.
+};
+
+// Bounds of the engine's commit-timestamp clock: floor() is at or below
+// every ts a worker may assign from now on, ceiling() at or above every ts
+// assigned so far. (The engine's ts is (clock ticks << 8) | worker.)
+struct TsClock {
+  std::function<uint64_t()> floor;
+  std::function<uint64_t()> ceiling;
+};
+// The engine's clock is CLOCK_MONOTONIC nanoseconds since the Database was
+// opened. Reading CLOCK_MONOTONIC just before and just after Open gives
+// bases between which the engine's lies: ticks from the later base are a
+// floor, ticks from the earlier one a ceiling.
+TsClock MonotonicTsClock(uint64_t nanos_before_open, uint64_t nanos_after_open);
+uint64_t MonotonicNanos();
+
+// Completion of an AwaitWatermark: ok, or not (the member stopped leading
+// before G passed the key; the transaction's outcome is unknown).
+class WatermarkWaiter {
+ public:
+  virtual ~WatermarkWaiter() = default;
+  virtual void Done(bool ok, const std::string& why) = 0;
+};
+
+struct StreamStatus {
+  uint64_t first_slot = 0, next_slot = 0, committed_slot = 0;
+  LogKey committed_key{}, replayed_key{};
+};
+struct ReplicaStatus {
+  uint32_t id = 0;
+  Role role = Role::kFollower;
+  uint64_t epoch = 0;           // the epoch this member is in (its leader's)
+  uint64_t promised_epoch = 0;
+  LogKey watermark{};           // G as this member knows it
+  LogKey replayed{};
+  uint32_t leader_id = 0;
+  std::string leader_address;
+  DecidedPtr decided;
+  std::vector<StreamStatus> streams;
+  bool dirty = false;           // holds commits a failover discarded: needs a state transfer
+  uint64_t log_bytes = 0;
+  uint64_t state_transfers = 0;
+};
+
+struct PrepareResult {
+  Decided proposed;                 // (new epoch, V') with leader and G'
+  std::vector<uint32_t> promised_by;
+};
+
+class Replica final : public CommitHook, public ReplicaHandler {
+ public:
+  // `transport` must outlive the Replica.
+  Replica(ReplicaOptions options, Transport* transport, TsClock clock);
+  ~Replica() override;
+
+  // The engine to replay into and the mutex each worker's user holds around
+  // every transaction on it (the leader loop try-locks it to close a batch
+  // on timeout: no commit can be half done while it holds it). Call before
+  // Start, after the Database is open.
+  void Attach(Database* db, std::vector<std::mutex*> worker_mutexes);
+  void RegisterStream(WorkerId worker, uint32_t stream);
+  void Start();
+  void Stop();
+
+  // CommitHook (the worker's thread, worker mutex held).
+  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override;
+
+  Role role() const { return role_.load(std::memory_order_acquire); }
+  uint64_t epoch() const;
+  std::string leader_client_address() const;
+  bool WatermarkCovers(uint64_t commit_ts) const;
+  // True when covered now; otherwise `w` is completed later, exactly once,
+  // from another thread.
+  bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* w);
+  // A read on the leader must not show what a failover could discard: the
+  // ts that G must pass before such a read is answered (every version of
+  // this epoch installed so far is at or below it).
+  uint64_t ReadFence() const { return clock_.ceiling(); }
+  ReplicaStatus GetStatus() const;
+
+  // Admin failover steps (docs/replication.md). Errors: kFailedPrecondition
+  // (this member cannot do it now; the message says why), kAborted (a newer
+  // epoch won), kInternal with "unavailable" (no majority reachable).
+  Status PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out);
+  Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current);
+  Status OpenEpoch(const Decided& record, LogKey* watermark);
+  Status AnnounceLeader(const Decided& record, const std::string& leader_client_address);
+
+  // ReplicaHandler.
+  AcceptReply HandleAccept(const AcceptMsg& m) override;
+  PromiseReply HandlePromise(const PromiseMsg& m) override;
+  ControlReply HandleControl(const ControlMsg& m) override;
+  SnapshotReply HandleSnapshot(const SnapshotMsg& m) override;
+  void OnAcceptReply(uint32_t peer, const AcceptReply& r) override;
+  void OnLinkReset(uint32_t peer, uint32_t stream) override;
+
+  // Validates an Accept from the wire (stream, kinds, payload); empty when fine.
+  std::string Validate(const AcceptMsg& m) const;
+
+  const ReplicaOptions& options() const { return opts_; }
+
+ private:
+  struct PeerState;
+  struct LStream;
+  struct RStream;
+  struct Pending;
+  struct Waiter {
+    uint64_t ts;
+    WatermarkWaiter* w;
+    bool operator>(const Waiter& o) const { return ts > o.ts; }
+  };
+  enum class LMode { kIdle, kOpening, kOpen };
+
+  size_t majority() const { return opts_.members.size() / 2 + 1; }
+  std::vector<uint32_t> peers() const;
+  int PeerPos(uint32_t id) const;
+
+  // Leader.
+  void LeaderLoop();
+  void LeaderTick(SteadyClock::time_point now);  // under lmu_
+  void CloseBatch(LStream& s, uint64_t epoch, bool wait);  // worker mutex held
+  void MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now);
+  void AppendToLog(uint32_t t, LStream& s, BatchPtr b);  // under lmu_
+  void SendWindow(uint32_t t, LStream& s, size_t p, SteadyClock::time_point now);  // under lmu_
+  void HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time_point now);  // under lmu_
+  void Recompute(SteadyClock::time_point now);  // under lmu_
+  void OpenNow();                                // under lmu_
+  void StepDownLocked(uint64_t newer_epoch, const char* why);  // under lmu_
+  void StepDown(uint64_t newer_epoch, const char* why);
+  void CheckDeposed();
+  void FailWaiters(const std::string& why);
+  void CompleteWaiters();
+  bool DrainLeader(std::chrono::milliseconds timeout);
+
+  // Follower.
+  void ReplayLoop();
+  bool ReplayOnce();  // under rmu_; true if it made progress
+  LogKey ReplayedKeyLocked() const;
+  void ApplyTxn(const DecodedTxn& t, uint64_t epoch);
+  void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
+  void LearnRecord(const DecidedPtr& d);
+  void OnNewRecord(const DecidedPtr& d);
+  DecidedPtr Latest() const { return control_.latest(); }
+
+  // Catch-up.
+  void CatchUpLoop();
+  bool Probe();         // true: fresh cluster or caught up
+  Status TransferState();
+
+  // Fan-out of calls to every member (this one through its own handler).
+  std::vector<std::pair<uint32_t, PromiseReply>> PromiseAll(const PromiseMsg& m, bool include_self);
+  std::vector<std::pair<uint32_t, ControlReply>> ControlAll(const ControlMsg& m);
+
+  ReplicaOptions opts_;
+  Transport* transport_;
+  TsClock clock_;
+  Database* db_ = nullptr;
+  std::unique_ptr<Worker> replay_worker_;    // used under rmu_
+  std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
+  std::mutex snap_mu_;
+  std::vector<std::mutex*> worker_mu_;
+  std::array<std::atomic<uint32_t>, 1024> stream_of_worker_{};
+
+  Acceptor acceptor_;
+  ControlAcceptor control_;
+
+  std::atomic<Role> role_{Role::kFollower};
+  std::atomic<bool> voting_{true};    // false while probing or catching up from empty
+  std::atomic<bool> dirty_{false};    // local commits a failover discarded (or unreplicated)
+  std::atomic<bool> needs_transfer_{false};
+  std::atomic<uint64_t> state_transfers_{0};
+
+  // Member state (mu_: a leaf lock). Lock order: op_mu_, lmu_, rmu_, then one leaf.
+  mutable std::mutex mu_;
+  std::mutex op_mu_;  // one admin failover step at a time
+  std::mutex ctl_mu_;  // one control-stream proposal at a time
+  uint64_t leader_epoch_ = 0;  // epoch of the leader this member follows (or leads)
+  uint32_t leader_id_ = 0;
+  std::string leader_addr_;
+  std::unique_ptr<Pending> pending_;
+
+  // Leader state (lmu_).
+  mutable std::mutex lmu_;
+  std::condition_variable loop_cv_;
+  bool loop_kick_ = false;
+  LMode lmode_ = LMode::kIdle;
+  uint64_t led_epoch_ = 0;           // last epoch this member led (opened)
+  uint64_t deposed_epoch_ = 0;       // led and stepped down: its commits are checked against the next record
+  uint64_t deposed_max_ts_ = 0;
+  uint64_t lepoch_ = 0;
+  DecidedPtr ldecided_;
+  LogKey g_{};
+  std::vector<std::unique_ptr<LStream>> lstreams_;
+  std::atomic<uint64_t> covered_epoch_{0};  // G covers (covered_epoch_, covered_ts_)
+  std::atomic<uint64_t> covered_ts_{0};
+  std::atomic<bool> open_{false};
+  std::condition_variable open_cv_;
+  SteadyClock::time_point last_compact_{};
+
+  std::mutex inbox_mu_;
+  std::vector<std::pair<uint32_t, AcceptReply>> inbox_;
+  std::vector<std::pair<uint32_t, uint32_t>> resets_;
+
+  std::mutex wmu_;
+  std::priority_queue<Waiter, std::vector<Waiter>, std::greater<Waiter>> waiters_;
+  std::vector<std::pair<WatermarkWaiter*, std::string>> failed_;  // to complete with failure
+  std::atomic<bool> kick_{false};  // the commit path wakes the loop without a lock
+
+  // Replay state (rmu_).
+  mutable std::mutex rmu_;
+  std::condition_variable replay_cv_;
+  bool replay_kick_ = false;
+  bool replay_paused_ = false;  // while this member leads (its state is its own)
+  uint64_t replay_epoch_ = 0;  // epoch of the leader whose G we replay to
+  LogKey replay_g_{};
+  DecidedPtr replay_record_;
+  std::vector<std::unique_ptr<RStream>> rstreams_;
+  std::unique_ptr<std::atomic<uint64_t>[]> replayed_next_;  // per stream, read lock-free by Accept replies
+
+  std::atomic<bool> stop_{false};
+  std::mutex catch_mu_;
+  std::condition_variable catch_cv_;
+  std::thread leader_thread_, replay_thread_, catch_thread_;
+  bool started_ = false;
+};
+
+}  // namespace rolis::replication

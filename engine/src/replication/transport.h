@@ -1,0 +1,56 @@
+// The transport between members, behind an interface so that tests can drop,
+// delay, duplicate, reorder and partition messages deterministically
+// (fault_transport.h) and rolisd uses gRPC (grpc_transport.h).
+//
+// Accepts are one-way and asynchronous: the leader sends them on the stream's
+// connection to a peer and the peer's AcceptReply comes back later through
+// ReplicaHandler::OnAcceptReply. Promise, Control and Snapshot are calls
+// with a deadline. Every message carries its sender's epoch; the receiver
+// validates what it gets (bad input is answered with an error and changes
+// nothing).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+#include "rolis/status.h"
+#include "types.h"
+
+namespace rolis::replication {
+
+// What a member serves to its peers (implemented by Replica).
+class ReplicaHandler {
+ public:
+  virtual ~ReplicaHandler() = default;
+  virtual AcceptReply HandleAccept(const AcceptMsg& m) = 0;
+  virtual PromiseReply HandlePromise(const PromiseMsg& m) = 0;
+  virtual ControlReply HandleControl(const ControlMsg& m) = 0;
+  virtual SnapshotReply HandleSnapshot(const SnapshotMsg& m) = 0;
+  // The reply to an Accept this member sent.
+  virtual void OnAcceptReply(uint32_t peer, const AcceptReply& r) = 0;
+  // The connection of stream `stream` to `peer` was (re)established or
+  // broken: what was in flight may be lost; the sender resends.
+  virtual void OnLinkReset(uint32_t peer, uint32_t stream) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Called once before any send: where replies and resets go.
+  virtual void Bind(ReplicaHandler* local) = 0;
+  virtual void Start() {}
+  virtual void Stop() {}
+
+  // Fire and forget; FIFO per (peer, stream) unless faults reorder.
+  virtual void SendAccept(uint32_t peer, const AcceptMsg& m) = 0;
+  // How many accepts are queued and not yet written to `peer` on `stream`
+  // (the sender's flow control keeps it bounded).
+  virtual size_t Queued(uint32_t peer, uint32_t stream) const { return 0; }
+
+  virtual Status Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) = 0;
+  virtual Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) = 0;
+  virtual Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace rolis::replication

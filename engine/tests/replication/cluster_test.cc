@@ -1,0 +1,176 @@
+// Replication end to end inside one process: real engines, Replicas and a
+// fault-injecting network. Each test names the fault and the invariant.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "cluster_harness.h"
+
+namespace rolis::replication::testing {
+namespace {
+
+TEST(Cluster, ElectsALeaderFromTheEmptyRecordAndReplicatesToEveryFollower) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  EXPECT_EQ(c.r(1).role(), Role::kLeader);
+  for (int i = 0; i < 200; i++) {
+    ASSERT_EQ(c.Put(1, i % 2, "k" + std::to_string(i), "v" + std::to_string(i)), Cluster::Ack::kAcked) << i;
+  }
+  EXPECT_TRUE(c.WaitReplicated(1));
+  EXPECT_EQ(c.Dump(2).size(), 200u);
+  EXPECT_EQ(c.r(2).leader_client_address(), "member-1");
+  EXPECT_EQ(c.r(2).GetStatus().epoch, 1u);
+}
+
+TEST(Cluster, AnIdleStreamDoesNotHoldBackTheWatermark) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  // Only stream 0 commits; stream 1's empty batches keep G moving.
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 50; i++) ASSERT_EQ(c.Put(1, 0, "k" + std::to_string(i), "v"), Cluster::Ack::kAcked);
+  auto per_txn = (std::chrono::steady_clock::now() - start) / 50;
+  EXPECT_LT(per_txn, 50ms);
+}
+
+TEST(Cluster, PartitionedLeaderAcknowledgesNothingUntilAMajorityAccepts) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_EQ(c.Put(1, 0, "before", "1"), Cluster::Ack::kAcked);
+  c.net().Partition({1});
+  EXPECT_EQ(c.Put(1, 0, "during", "1", 300ms), Cluster::Ack::kTimeout);
+  c.net().Heal();
+  // The waiting transaction is acknowledged once the accepts get through.
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.Read(2, "during").has_value(); }, 5000ms));
+  EXPECT_EQ(c.Put(1, 0, "after", "1"), Cluster::Ack::kAcked);
+}
+
+TEST(Cluster, FollowersNeverReplayPastTheLeadersWatermark) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_EQ(c.Put(1, 0, "a", "1"), Cluster::Ack::kAcked);
+  ASSERT_TRUE(c.WaitReplicated(1));
+  // Followers receive the accepts but their answers are lost: the leader's G
+  // cannot pass the new batch, so no follower may apply it.
+  c.net().Cut(2, 1, true);
+  c.net().Cut(3, 1, true);
+  EXPECT_EQ(c.Put(1, 0, "b", "1", 300ms), Cluster::Ack::kTimeout);
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(c.Read(2, "b").has_value());
+  EXPECT_FALSE(c.Read(3, "b").has_value());
+  ReplicaStatus st = c.r(2).GetStatus();
+  EXPECT_LE(st.replayed, st.watermark);
+}
+
+TEST(Cluster, LeaderCrashThenFailoverKeepsEveryAcknowledgedTransaction) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  std::set<std::string> acked;
+  for (int i = 0; i < 300; i++) {
+    std::string k = "k" + std::to_string(i);
+    if (c.Put(1, i % 2, k, "v") == Cluster::Ack::kAcked) acked.insert(k);
+  }
+  c.Crash(1);
+  ASSERT_TRUE(c.Failover(2).ok());
+  for (const auto& k : acked) EXPECT_TRUE(c.Read(2, k).has_value()) << k;
+  ASSERT_EQ(c.Put(2, 0, "new", "1"), Cluster::Ack::kAcked);
+  EXPECT_TRUE(c.WaitReplicated(2));
+  for (const auto& k : acked) EXPECT_TRUE(c.Read(3, k).has_value()) << k;
+}
+
+TEST(Cluster, DeposedLeaderIsFencedAndCatchesUpByStateTransfer) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_EQ(c.Put(1, 0, "x", "old"), Cluster::Ack::kAcked);
+  c.net().Partition({1});
+  // The old leader commits locally; nothing may acknowledge it.
+  std::atomic<int> acked_during{0};
+  std::thread stale([&] {
+    for (int i = 0; i < 20; i++) {
+      if (c.Put(1, i % 2, "stale" + std::to_string(i), "v", 100ms) == Cluster::Ack::kAcked) acked_during++;
+    }
+  });
+  ASSERT_TRUE(c.Failover(2).ok());
+  ASSERT_EQ(c.Put(2, 0, "x", "new"), Cluster::Ack::kAcked);
+  stale.join();
+  EXPECT_EQ(acked_during.load(), 0);
+  c.net().Heal();
+  // It learns the new epoch, steps down, and (holding commits the new cut
+  // discards) replaces its store by a state transfer.
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(1).role() == Role::kFollower; }, 10s))
+      << RoleName(c.r(1).role());
+  ASSERT_EQ(c.Put(2, 1, "y", "1"), Cluster::Ack::kAcked);
+  EXPECT_TRUE(c.WaitReplicated(2));
+  EXPECT_EQ(c.Read(1, "x"), "new");
+  EXPECT_FALSE(c.Read(1, "stale0").has_value());
+}
+
+TEST(Cluster, FollowerRestartedEmptyRejoinsByStateTransfer) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  for (int i = 0; i < 100; i++) ASSERT_EQ(c.Put(1, i % 2, "k" + std::to_string(i), "v"), Cluster::Ack::kAcked);
+  c.Restart(3);
+  for (int i = 100; i < 150; i++) ASSERT_EQ(c.Put(1, i % 2, "k" + std::to_string(i), "v"), Cluster::Ack::kAcked);
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(3).role() == Role::kFollower; }, 10s));
+  EXPECT_TRUE(c.WaitReplicated(1));
+  EXPECT_EQ(c.Dump(3).size(), 150u);
+  EXPECT_EQ(c.r(3).GetStatus().state_transfers, 1u);
+  // Its votes count again: with the other follower down, 1 and 3 are a majority.
+  c.Crash(2);
+  EXPECT_EQ(c.Put(1, 0, "after", "1"), Cluster::Ack::kAcked);
+}
+
+TEST(Cluster, BadInputOnTheReplicationPortIsRefusedAndChangesNothing) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  auto good = std::make_shared<Batch>();
+  good->epoch = 1;
+  auto send = [&](AcceptMsg m) { return c.r(2).HandleAccept(m); };
+  AcceptMsg m;
+  m.from = 1;
+  m.epoch = 1;
+  m.stream = 7;  // unknown stream
+  m.slot = Slot{1000, 1, good};
+  EXPECT_FALSE(send(m).ok);
+  EXPECT_FALSE(send(m).error.empty());
+  m.stream = 0;
+  auto corrupt = std::make_shared<Batch>();
+  corrupt->epoch = 1;
+  corrupt->txn_count = 1;
+  corrupt->last_ts = 5;
+  corrupt->payload = "garbage";
+  corrupt->crc = Crc32c(corrupt->payload);
+  m.slot.value = corrupt;
+  EXPECT_FALSE(send(m).ok);
+  m.slot.value = good;
+  m.from = 9;  // not a member
+  EXPECT_FALSE(send(m).ok);
+  m.from = 1;
+  m.epoch = 0;
+  EXPECT_FALSE(send(m).ok);
+  Slot s;
+  EXPECT_FALSE(c.m(2).replica->GetStatus().dirty);
+  // Nothing was stored at slot 1000.
+  ReplicaStatus st = c.r(2).GetStatus();
+  EXPECT_LT(st.streams[0].next_slot, 1000u);
+  ASSERT_EQ(c.Put(1, 0, "still", "fine"), Cluster::Ack::kAcked);
+}
+
+TEST(Cluster, AStaleEpochIsRejectedAfterAFailover) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_TRUE(c.Failover(2).ok());
+  auto v = std::make_shared<Batch>();
+  v->epoch = 1;
+  AcceptMsg m;
+  m.from = 1;
+  m.epoch = 1;
+  m.stream = 0;
+  m.slot = Slot{50, 1, v};
+  AcceptReply r = c.r(3).HandleAccept(m);
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.promised_epoch, 2u);
+}
+
+}  // namespace
+}  // namespace rolis::replication::testing

@@ -1,0 +1,141 @@
+// The batch encoding and the acceptor's rules, one rule per test.
+#include <gtest/gtest.h>
+
+#include "acceptor.h"
+#include "codec.h"
+
+namespace rolis::replication {
+namespace {
+
+BatchPtr TxnBatch(uint64_t epoch, uint64_t ts) {
+  auto b = std::make_shared<Batch>();
+  b->epoch = epoch;
+  b->last_ts = ts;
+  WriteRecord w{0, "k", "v", false};
+  AppendTxn(&b->payload, ts, std::span<const WriteRecord>(&w, 1));
+  b->txn_count = 1;
+  b->crc = Crc32c(b->payload);
+  return b;
+}
+
+AcceptMsg Accept(uint64_t epoch, uint32_t stream, uint64_t index, BatchPtr v, uint64_t log_start = 0) {
+  AcceptMsg m;
+  m.from = 2;
+  m.epoch = epoch;
+  m.stream = stream;
+  m.slot = Slot{index, epoch, std::move(v)};
+  m.log_start = log_start;
+  return m;
+}
+
+TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
+  std::string p;
+  WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}};
+  AppendTxn(&p, 10, a);
+  AppendTxn(&p, 12, std::span<const WriteRecord>(a, 1));
+  std::vector<DecodedTxn> out;
+  ASSERT_TRUE(DecodeTxns(p, 2, 12, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].ts, 10u);
+  EXPECT_EQ(out[0].writes[0].key, "alpha");
+  EXPECT_TRUE(out[0].writes[1].is_delete);
+  EXPECT_EQ(out[1].writes[0].value, "one");
+  EXPECT_TRUE(CheckPayload(p, 2, 12, Crc32c(p)).ok());
+  // Every truncation, a wrong count, a wrong last ts and a flipped byte fail.
+  for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeTxns(p.substr(0, n), 2, 12, &out).ok()) << n;
+  EXPECT_FALSE(DecodeTxns(p, 3, 12, &out).ok());
+  EXPECT_FALSE(DecodeTxns(p, 1, 10, &out).ok());
+  EXPECT_FALSE(DecodeTxns(p, 2, 13, &out).ok());
+  std::string q = p;
+  q[q.size() / 2] ^= 0x40;
+  EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
+}
+
+TEST(Acceptor, RejectsAcceptsOfAnEpochBelowItsPromise) {
+  Acceptor a(1);
+  PromiseMsg pm{3, 5, false};
+  ASSERT_TRUE(a.Promise(pm).ok);
+  AcceptReply r = a.Accept(Accept(4, 0, 0, TxnBatch(4, 1)));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.promised_epoch, 5u);
+  Slot s;
+  EXPECT_FALSE(a.Get(0, 0, &s));  // nothing changed
+  EXPECT_TRUE(a.Accept(Accept(5, 0, 0, TxnBatch(5, 1))).ok);
+}
+
+TEST(Acceptor, PromiseOfALowerEpochIsRefusedAndReturnsEveryHeldSlot) {
+  Acceptor a(2);
+  ASSERT_TRUE(a.Accept(Accept(2, 0, 0, TxnBatch(2, 1))).ok);
+  ASSERT_TRUE(a.Accept(Accept(2, 1, 3, TxnBatch(2, 4))).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{3, 1, false}).ok);
+  PromiseReply r = a.Promise(PromiseMsg{3, 3, false});
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.streams.size(), 2u);
+  EXPECT_EQ(r.streams[0].slots.size(), 1u);
+  EXPECT_EQ(r.streams[1].slots[0].index, 3u);
+  EXPECT_EQ(r.streams[1].slots[0].ballot, 2u);
+  EXPECT_EQ(a.promised(), 3u);
+  // A peek promises nothing.
+  EXPECT_TRUE(a.Promise(PromiseMsg{3, 9, true}).ok);
+  EXPECT_EQ(a.promised(), 3u);
+}
+
+TEST(Acceptor, NeedFromIsTheFirstSlotNotHeldAtTheEpochsBallot) {
+  Acceptor a(1);
+  EXPECT_EQ(a.Accept(Accept(1, 0, 0, TxnBatch(1, 1))).need_from, 1u);
+  EXPECT_EQ(a.Accept(Accept(1, 0, 2, TxnBatch(1, 3))).need_from, 1u);  // hole at 1
+  EXPECT_EQ(a.Accept(Accept(1, 0, 1, TxnBatch(1, 2))).need_from, 3u);
+  // A new epoch re-proposes from slot 0: the old ballots no longer count.
+  EXPECT_EQ(a.Accept(Accept(2, 0, 1, TxnBatch(1, 2))).need_from, 0u);
+  EXPECT_EQ(a.Accept(Accept(2, 0, 0, TxnBatch(1, 1))).need_from, 2u);
+}
+
+TEST(Acceptor, DuplicateAcceptsChangeNothing) {
+  Acceptor a(1);
+  auto v = TxnBatch(1, 1);
+  ASSERT_TRUE(a.Accept(Accept(1, 0, 0, v)).ok);
+  ASSERT_TRUE(a.Accept(Accept(1, 0, 0, v)).ok);
+  EXPECT_EQ(a.slot_count(0), 1u);
+}
+
+TEST(Acceptor, CompactionKeepsTheReachOfWhatItDrops) {
+  Acceptor a(1);
+  EpochRecord rec{1, {}};
+  for (uint64_t i = 0; i < 4; i++) ASSERT_TRUE(a.Accept(Accept(1, 0, i, TxnBatch(1, 10 + i))).ok);
+  a.Compact(0, 3, rec);
+  PromiseReply r = a.Promise(PromiseMsg{3, 2, false});
+  EXPECT_EQ(r.streams[0].first_slot, 3u);
+  EXPECT_EQ(r.streams[0].base_key, (LogKey{1, 12}));
+  ASSERT_EQ(r.streams[0].slots.size(), 1u);
+  // An accept below the compaction point is acknowledged (chosen already).
+  EXPECT_TRUE(a.Accept(Accept(2, 0, 1, TxnBatch(1, 11))).ok);
+  EXPECT_EQ(a.slot_count(0), 1u);
+}
+
+TEST(ControlAcceptor, DecidesOnePerInstanceAndFailsTheCompareAndSetOnceANewerRecordIsKnown) {
+  ControlAcceptor c;
+  auto rec = [](uint64_t e) { return std::make_shared<const Decided>(Decided{EpochRecord{e, {}}, 1, {}}); };
+  ControlMsg p{ControlMsg::Kind::kPrepare, 1, 0, (1 << 8) | 1, nullptr, nullptr};
+  ASSERT_TRUE(c.Handle(p, 1).ok);
+  ControlMsg lower = p;
+  lower.ballot = (1 << 8) | 0;
+  EXPECT_FALSE(c.Handle(lower, 1).ok);  // below the promise
+  ControlMsg acc{ControlMsg::Kind::kAccept, 1, 0, (1 << 8) | 1, rec(1), nullptr};
+  ASSERT_TRUE(c.Handle(acc, 1).ok);
+  ControlMsg p2{ControlMsg::Kind::kPrepare, 2, 0, (2 << 8) | 2, nullptr, nullptr};
+  ControlReply r = c.Handle(p2, 1);
+  ASSERT_TRUE(r.ok);
+  ASSERT_TRUE(r.accepted);  // a later proposer learns the accepted value
+  EXPECT_EQ(r.accepted->record.epoch, 1u);
+  ASSERT_TRUE(c.Learn(rec(1)));
+  EXPECT_FALSE(c.Handle(p2, 1).ok);  // instance 0 is settled: a newer record is known
+  // A member that restarted empty votes only above its horizon.
+  ControlAcceptor fresh;
+  fresh.Learn(rec(3));
+  fresh.SetHorizon(3);
+  ControlMsg p3{ControlMsg::Kind::kPrepare, 2, 3, (1 << 8) | 2, nullptr, rec(3)};
+  EXPECT_FALSE(fresh.Handle(p3, 1).ok);
+}
+
+}  // namespace
+}  // namespace rolis::replication
