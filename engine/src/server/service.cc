@@ -65,18 +65,21 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
 
 class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse> {
  public:
+  using RequestPtr = std::unique_ptr<v1::ExecuteRequest>;
+  using ResponsePtr = std::unique_ptr<v1::ExecuteResponse>;
+
   ExecuteStreamReactor(ClientService* service, uint32_t max_inflight)
-      : service_(service), max_inflight_(max_inflight) {}
+      : service_(service), max_inflight_(max_inflight), request_(new v1::ExecuteRequest) {}
 
   // Called once registered.
   void Begin() {
     std::lock_guard<std::mutex> g(mu_);
     reading_ = true;
-    StartRead(&request_);
+    StartRead(request_.get());
   }
 
   void OnReadDone(bool ok) override {
-    v1::ExecuteRequest req;
+    RequestPtr req;
     {
       std::lock_guard<std::mutex> g(mu_);
       reading_ = false;
@@ -85,22 +88,26 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
         MaybeFinishLocked();
         return;
       }
-      req.Swap(&request_);
+      // Keep the request; the next read goes into a recycled message.
+      req = std::move(request_);
+      request_ = TakeRequestLocked();
       inflight_++;
       executing_++;
       MaybeReadLocked();
     }
-    Run(req);
+    Run(std::move(req));
   }
 
   void OnWriteDone(bool ok) override {
     std::lock_guard<std::mutex> g(mu_);
     writing_ = false;
+    RecycleLocked(std::move(queue_.front()));
     queue_.pop_front();
     inflight_--;
     if (!ok) {
       // The client is gone; the stream ends without further writes.
       broken_ = true;
+      inflight_ -= static_cast<uint32_t>(queue_.size());
       queue_.clear();
     }
     WriteNextLocked();
@@ -126,11 +133,12 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
 
   // Delivers the response of one request (from Run or a watermark waiter).
   // `executed`: it comes straight from Run (not from a watermark waiter).
-  void Complete(v1::ExecuteResponse&& resp, bool executed) {
+  void Complete(ResponsePtr resp, bool executed) {
     std::lock_guard<std::mutex> g(mu_);
     if (executed) executing_--;
     if (broken_) {
       inflight_--;
+      RecycleLocked(std::move(resp));
       MaybeReadLocked();
       MaybeFinishLocked();
       return;
@@ -142,19 +150,19 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
  private:
   class Waiter final : public WatermarkWaiter {
    public:
-    Waiter(ExecuteStreamReactor* r, v1::ExecuteResponse&& resp, Clock::time_point start)
+    Waiter(ExecuteStreamReactor* r, ResponsePtr resp, Clock::time_point start)
         : r_(r), resp_(std::move(resp)), start_(start) {}
     void OnWatermark(const grpc::Status& status) override {
       Metrics* m = r_->service_->metrics_;
       if (!status.ok()) {
-        uint64_t seq = resp_.seq();
-        resp_.Clear();
-        resp_.set_seq(seq);
-        resp_.set_error_code(status.error_code());
-        resp_.set_error_message("committed locally but not acknowledged by replication: " + status.error_message());
+        uint64_t seq = resp_->seq();
+        resp_->Clear();
+        resp_->set_seq(seq);
+        resp_->set_error_code(status.error_code());
+        resp_->set_error_message("committed locally but not acknowledged by replication: " + status.error_message());
       }
       m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start_);
-      m->CountRequest(Method::kExecuteStream, resp_.error_code());
+      m->CountRequest(Method::kExecuteStream, resp_->error_code());
       m->AddInflight(-1);
       r_->Complete(std::move(resp_), false);
       delete this;
@@ -162,23 +170,34 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
 
    private:
     ExecuteStreamReactor* r_;
-    v1::ExecuteResponse resp_;
+    ResponsePtr resp_;
     Clock::time_point start_;
   };
 
-  void Run(const v1::ExecuteRequest& req) {
+  void Run(RequestPtr req) {
     Metrics* m = service_->metrics_;
     Clock::time_point start = Clock::now();
     m->AddInflight(1);
-    v1::ExecuteResponse resp;
+    ResponsePtr resp;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      resp = TakeResponseLocked();
+    }
     CallContext cc;
-    grpc::Status st = service_->node_->Execute(req, &resp, &cc);
-    resp.set_seq(req.seq());
+    grpc::Status st = service_->node_->Execute(*req, resp.get(), &cc);
+    uint64_t seq = req->seq();
+    {
+      // Cleared messages keep their buffers for the next parse.
+      req->Clear();
+      std::lock_guard<std::mutex> g(mu_);
+      if (free_requests_.size() < kPoolSize) free_requests_.push_back(std::move(req));
+    }
+    resp->set_seq(seq);
     if (!st.ok()) {
-      resp.Clear();
-      resp.set_seq(req.seq());
-      resp.set_error_code(st.error_code());
-      resp.set_error_message(st.error_message());
+      resp->Clear();
+      resp->set_seq(seq);
+      resp->set_error_code(st.error_code());
+      resp->set_error_message(st.error_message());
       NoteStatus(Method::kExecuteStream, st);
     } else if (cc.commit_ts != 0 && !service_->replicator_->WatermarkCovers(cc.commit_ts)) {
       {
@@ -195,6 +214,25 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     Complete(std::move(resp), true);
   }
 
+  RequestPtr TakeRequestLocked() {
+    if (free_requests_.empty()) return RequestPtr(new v1::ExecuteRequest);
+    RequestPtr r = std::move(free_requests_.back());
+    free_requests_.pop_back();
+    return r;
+  }
+  ResponsePtr TakeResponseLocked() {
+    if (free_responses_.empty()) return ResponsePtr(new v1::ExecuteResponse);
+    ResponsePtr r = std::move(free_responses_.back());
+    free_responses_.pop_back();
+    return r;
+  }
+  void RecycleLocked(ResponsePtr r) {
+    if (free_responses_.size() < kPoolSize) {
+      r->Clear();
+      free_responses_.push_back(std::move(r));
+    }
+  }
+
   void WriteNextLocked() {
     if (writing_ || queue_.empty() || finished_) return;
     writing_ = true;
@@ -204,14 +242,14 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     // send them together, one syscall for several responses. Not when the
     // only others wait for the watermark, which may take a while.
     if (queue_.size() > 1 || executing_ > 0) options.set_buffer_hint();
-    StartWrite(&queue_.front(), options);
+    StartWrite(queue_.front().get(), options);
   }
 
   void MaybeReadLocked() {
     if (reading_ || reads_done_ || finished_ || draining_ || broken_) return;
     if (inflight_ >= max_inflight_) return;
     reading_ = true;
-    StartRead(&request_);
+    StartRead(request_.get());
   }
 
   void MaybeFinishLocked() {
@@ -228,15 +266,19 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     }
   }
 
+  static constexpr size_t kPoolSize = 64;  // recycled messages kept per stream
+
   ClientService* service_;
   const uint32_t max_inflight_;
   std::atomic<int> refs_{1};
 
   std::mutex mu_;
-  v1::ExecuteRequest request_;              // target of the outstanding read
-  std::deque<v1::ExecuteResponse> queue_;   // front is being written
-  uint32_t inflight_ = 0;                   // read and not yet written
-  uint32_t executing_ = 0;                  // read and running in Run()
+  RequestPtr request_;                    // target of the outstanding read
+  std::deque<ResponsePtr> queue_;         // front is being written
+  std::vector<RequestPtr> free_requests_;
+  std::vector<ResponsePtr> free_responses_;
+  uint32_t inflight_ = 0;                 // read and not yet written
+  uint32_t executing_ = 0;                // read and running in Run()
   bool reading_ = false;
   bool writing_ = false;
   bool reads_done_ = false;
