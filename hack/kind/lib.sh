@@ -106,9 +106,11 @@ kubectl() { "$K8S_BIN/kubectl" --context "kind-$KIND_CLUSTER" "$@"; }
 # that is not installed). BuildKit builds only the stages a target needs.
 docker_build() { DOCKER_BUILDKIT=1 /usr/bin/docker build "$@"; }
 
-# component_image TAG BINARY FROM [ENTRYPOINT]: an image with one binary in /usr/local/bin.
+# component_image TAG BINARY FROM [ENTRYPOINT] [USER]: an image with one
+# binary in /usr/local/bin (ENTRYPOINT non-empty: it is the entrypoint; USER: a
+# uid:gid, for pods that ask runAsNonRoot).
 component_image() {
-  local tag="$1" bin="$2" from="$3" ep="${4:-}"
+  local tag="$1" bin="$2" from="$3" ep="${4:-}" user="${5:-}"
   local ctx; ctx="$CACHE/images/ctx-$(echo "$tag" | tr /: __)"
   mkdir -p "$ctx"; cp -f "$bin" "$ctx/"
   {
@@ -116,6 +118,7 @@ component_image() {
     echo "COPY $(basename "$bin") /usr/local/bin/$(basename "$bin")"
     echo "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     [ -z "$ep" ] || echo "ENTRYPOINT [\"/usr/local/bin/$(basename "$bin")\"]"
+    [ -z "$user" ] || echo "USER $user"
   } >"$ctx/Dockerfile"
   docker_build -q -t "$tag" "$ctx" >/dev/null
   info "image $tag"
