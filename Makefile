@@ -31,8 +31,7 @@ test: engine-test operator-test go-test
 
 # The main job: build everything and run it.
 main: build
-	$(BIN_DIR)/rolis-bench --workload=ycsbpp --threads=1 --seconds=5
-	$(BIN_DIR)/rolis-bench --workload=tpcc --threads=1 --seconds=5
+	hack/main.sh
 
 # --- operator (api/, controllers/, cmd/operator, config/) ---
 CONTROLLER_GEN_VERSION := v0.23.0
