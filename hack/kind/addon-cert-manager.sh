@@ -40,9 +40,8 @@ images() {
   for c in controller webhook cainjector; do
     # Its chart runs the pods with runAsNonRoot: the image must name a user.
     component_image "local/cert-manager-$c:$V" "$DIR/bin/$c" "$BASE_IMAGE" entrypoint 65532:65532
-    kind load docker-image --name "$KIND_CLUSTER" "local/cert-manager-$c:$V" >/dev/null
   done
-  info "images loaded into the nodes"
+  kind_load "local/cert-manager-controller:$V" "local/cert-manager-webhook:$V" "local/cert-manager-cainjector:$V"
 }
 
 install() {

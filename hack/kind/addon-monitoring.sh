@@ -42,7 +42,7 @@ DOCKERFILE
     docker_build -q --network host -t "$PROM_IMAGE" "$ctx" >/dev/null
     rm -rf "$ctx"
   fi
-  kind load docker-image --name "$KIND_CLUSTER" "$PROM_IMAGE" >/dev/null
+  kind_load "$PROM_IMAGE"
   info "$PROM_IMAGE ($(docker run --rm "$PROM_IMAGE" --version 2>&1 | head -1)) loaded"
 }
 

@@ -123,3 +123,30 @@ component_image() {
   docker_build -q -t "$tag" "$ctx" >/dev/null
   info "image $tag"
 }
+
+# kind_load IMAGE...: loads images into the nodes that lack them. (`kind load`
+# decides with crictl, which the node image does not have, so it always
+# copies; here the node's containerd is asked for the image's config digest,
+# which is Docker's image ID.)
+containerd_ref() { # docker reference -> containerd's normalized name
+  local r="$1" first="${1%%/*}"
+  [[ "$r" == */* ]] || { echo "docker.io/library/$r"; return; }
+  if [[ "$first" == *.* || "$first" == *:* || "$first" == localhost ]]; then echo "$r"; else echo "docker.io/$r"; fi
+}
+kind_load() {
+  local img id ref node m missing
+  for img in "$@"; do
+    id=$(docker image inspect -f '{{.Id}}' "$img") || die "no image $img"
+    ref=$(containerd_ref "$img"); missing=()
+    for node in $(kind get nodes --name "$KIND_CLUSTER"); do
+      m=$(docker exec "$node" ctr -n k8s.io images ls "name==$ref" 2>/dev/null | awk 'NR == 2 {print $3}')
+      if [ -z "$m" ] || [ "$(docker exec "$node" ctr -n k8s.io content get "$m" 2>/dev/null | jq -r .config.digest)" != "$id" ]; then
+        missing+=("$node")
+      fi
+    done
+    if ((${#missing[@]} == 0)); then info "$img already on every node"; continue; fi
+    kind load docker-image --name "$KIND_CLUSTER" --nodes "$(IFS=,; echo "${missing[*]}")" "$img" 2>&1 \
+      | { grep -v '^Image: .* not yet present' >&2 || true; }
+    info "$img loaded into ${missing[*]}"
+  done
+}

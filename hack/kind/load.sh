@@ -11,7 +11,7 @@ missing=0
 for i in rolisd rolis-operator rolis-tools; do
   img="$PREFIX/$i:$TAG"
   if ! image_exists "$img"; then log "$img not built (make images): skipped"; missing=1; continue; fi
-  step "kind load $img" kind load docker-image --name "$KIND_CLUSTER" "$img"
+  step "kind load $img" kind_load "$img"
 done
 total_time
 exit "$missing"
