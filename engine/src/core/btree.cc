@@ -35,7 +35,7 @@ const SepKey* NewSepKey(const char* data, uint32_t len) {
 }
 
 // Full bytes of the key at slot i of a locked leaf.
-std::string_view LeafKey(const Leaf* l, int i) { return l->vals[i]->key(); }
+std::string_view LeafKey(const Leaf* l, int i) { return l->rec(i)->key(); }
 
 }  // namespace
 
@@ -70,7 +70,7 @@ restart:
     // checking the parent after reading the child's version proves it was
     // the right child at that moment.
     if (child == nullptr) goto restart;
-    PrefetchNode(child);
+    PrefetchNode(child, in->level == 1);
     uint64_t cv = child->version.load(std::memory_order_acquire);
     if (IsLocked(cv) || !Validate(in, v)) {
       CpuRelax();
@@ -90,7 +90,7 @@ BTree::LookupResult BTree::Lookup(const KeyRef& k) const {
     int n = ClampCount(Ld(leaf->count), kLeafCap);
     bool exact;
     int pos = LeafLowerBound(leaf, n, k, &exact);
-    Record* r = exact ? Ld(leaf->vals[pos]) : nullptr;
+    Record* r = exact ? leaf->rec(pos) : nullptr;
     if (!Validate(leaf, v)) continue;
     return {r, leaf, v};
   }
@@ -103,18 +103,17 @@ bool BTree::Remove(const KeyRef& k, const Record* expected) {
     int n = ClampCount(Ld(leaf->count), kLeafCap);
     bool exact;
     int pos = LeafLowerBound(leaf, n, k, &exact);
-    if (!exact || Ld(leaf->vals[pos]) != expected) {
+    if (!exact || leaf->rec(pos) != expected) {
       if (!Validate(leaf, v)) continue;
       return false;
     }
     if (!TryUpgrade(leaf, v)) continue;
     for (int i = pos; i + 1 < n; ++i) {
       St(leaf->s0[i], leaf->s0[i + 1]);
-      St(leaf->s1[i], leaf->s1[i + 1]);
-      St(leaf->lens[i], leaf->lens[i + 1]);
-      St(leaf->vals[i], leaf->vals[i + 1]);
+      St(leaf->slots[i].s1, leaf->slots[i + 1].s1);
+      St(leaf->slots[i].tagged, leaf->slots[i + 1].tagged);
     }
-    St(leaf->vals[n - 1], nullptr);
+    St(leaf->slots[n - 1].tagged, uint64_t{0});
     St(leaf->count, n - 1);
     UnlockNode(leaf);
     return true;
@@ -127,9 +126,7 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent, bool append) {
   Leaf* nl = NewLeaf();
   for (int i = half; i < n; ++i) {
     nl->s0[i - half] = leaf->s0[i];
-    nl->s1[i - half] = leaf->s1[i];
-    nl->lens[i - half] = leaf->lens[i];
-    nl->vals[i - half] = leaf->vals[i];
+    nl->slots[i - half] = leaf->slots[i];
   }
   nl->count = static_cast<uint16_t>(n - half);
   nl->next = leaf->next;
@@ -145,8 +142,7 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent, bool append) {
 
   St(leaf->next, nl);
   for (int i = half; i < n; ++i) {
-    St(leaf->vals[i], nullptr);
-    St(leaf->lens[i], 0);
+    St(leaf->slots[i].tagged, uint64_t{0});
   }
   St(leaf->count, half);
   if (parent) {
@@ -161,6 +157,7 @@ void BTree::SplitInnerLocked(Inner* in, Inner* parent, bool append) {
   int n = in->count;
   int mid = append ? n - 1 : n / 2;
   Inner* ni = NewInner();
+  ni->level = in->level;
   for (int i = mid + 1; i < n; ++i) {
     ni->s0[i - mid - 1] = in->s0[i];
     ni->s1[i - mid - 1] = in->s1[i];
@@ -203,6 +200,7 @@ void BTree::AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBa
 
 void BTree::NewRootLocked(NodeBase* left, const Sep& sep, NodeBase* right) {
   Inner* r = NewInner();
+  r->level = static_cast<uint8_t>(left->level + 1);
   r->s0[0] = sep.s0;
   r->s1[0] = sep.s1;
   r->lens[0] = sep.len;
@@ -229,13 +227,13 @@ bool CheckNode(const NodeBase* n, const std::string* lo, const std::string* hi, 
   if (n->is_leaf) {
     const Leaf* l = static_cast<const Leaf*>(n);
     for (int i = 0; i < l->count; ++i) {
-      std::string_view k = l->vals[i]->key();
+      std::string_view k = l->rec(i)->key();
       KeyRef kr(k);
-      if (l->s0[i] != kr.s0 || l->s1[i] != kr.s1 || l->lens[i] != kr.len) {
+      if (l->s0[i] != kr.s0 || l->slots[i].s1 != kr.s1 || UntagLen(l->slots[i].tagged) != kr.len) {
         *why = "leaf slot does not match its record's key";
         return false;
       }
-      if (i > 0 && CompareKeys(l->vals[i - 1]->key(), k) >= 0) {
+      if (i > 0 && CompareKeys(l->rec(i - 1)->key(), k) >= 0) {
         *why = "leaf keys not strictly sorted";
         return false;
       }
@@ -266,11 +264,11 @@ bool BTree::CheckInvariantsUnsafe(std::string* why) const {
   const Record* prev = nullptr;
   for (const Leaf* l = static_cast<const Leaf*>(n); l; l = l->next) {
     for (int i = 0; i < l->count; ++i) {
-      if (prev && CompareKeys(prev->key(), l->vals[i]->key()) >= 0) {
+      if (prev && CompareKeys(prev->key(), l->rec(i)->key()) >= 0) {
         *why = "leaf chain out of order";
         return false;
       }
-      prev = l->vals[i];
+      prev = l->rec(i);
     }
   }
   return true;

@@ -24,6 +24,7 @@
 #include <immintrin.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -44,17 +45,32 @@ struct NodeBase {
   std::atomic<uint64_t> version{0};
   uint16_t count = 0;
   bool is_leaf = false;
+  uint8_t level = 0;  // 0 for leaves; an inner node is one above its children
 };
 
 // Nodes keep their keys as arrays (structure of arrays): a search first
 // runs a branchless binary search over the first 8-byte slices, which sit
 // in four consecutive cache lines, and compares further only on ties.
+// A leaf slot: the second slice and the record pointer tagged with the key
+// length in its top 16 bits (user-space pointers use 47), so an exact
+// lookup reads one slot line after the s0 search and never sees a length
+// and a pointer from different keys.
+struct LeafSlot {
+  uint64_t s1;
+  uint64_t tagged;
+};
+inline constexpr uint64_t kPtrMask = (uint64_t{1} << 48) - 1;
+inline uint64_t TagRecord(const Record* r, uint32_t len) {
+  return reinterpret_cast<uint64_t>(r) | (static_cast<uint64_t>(len) << 48);
+}
+inline Record* UntagRecord(uint64_t t) { return reinterpret_cast<Record*>(t & kPtrMask); }
+inline uint32_t UntagLen(uint64_t t) { return static_cast<uint32_t>(t >> 48); }
+
 struct alignas(64) Leaf : NodeBase {
   Leaf* next;
   alignas(64) uint64_t s0[kLeafCap];
-  uint64_t s1[kLeafCap];
-  Record* vals[kLeafCap];
-  uint16_t lens[kLeafCap];
+  LeafSlot slots[kLeafCap];
+  Record* rec(int i) const { return UntagRecord(Ld(slots[i].tagged)); }
 };
 
 // A separator longer than 16 bytes, owned by the inner node that holds it.
@@ -71,6 +87,27 @@ struct alignas(64) Inner : NodeBase {
   const SepKey* full[kInnerCap];  // non-null iff lens[i] > 16
   uint16_t lens[kInnerCap];
 };
+
+// Starts fetching every line a search of `n` may read (header, slices,
+// child pointers or record slots), so the misses of one level overlap and a
+// descent costs about one memory round trip per level.
+// (Inline asm: GCC 12 silently drops __builtin_prefetch here once inlined.)
+inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
+template <size_t kBytes>
+inline void PrefetchBytes(const void* n) {
+  const char* p = static_cast<const char*>(n);
+  for (size_t off = 0; off < kBytes; off += 64) PrefetchLine(p + off);
+}
+// `leaf` comes from the parent's level, so choosing does not wait for n.
+inline void PrefetchNode(const NodeBase* n, bool leaf) {
+  if (leaf) {
+    PrefetchBytes<sizeof(Leaf)>(n);  // header, s0, slots: the whole leaf
+  } else {
+    const Inner* in = static_cast<const Inner*>(n);
+    PrefetchBytes<64 + sizeof(in->s0)>(in);  // header and s0
+    PrefetchBytes<sizeof(in->children)>(in->children);
+  }
+}
 
 inline bool IsLocked(uint64_t v) { return (v & 2) != 0; }
 
@@ -95,20 +132,6 @@ inline bool TryUpgrade(NodeBase* n, uint64_t v) {
 inline void UnlockNode(NodeBase* n) { n->version.fetch_add(2, std::memory_order_release); }
 
 inline int ClampCount(int n, int cap) { return n > cap ? cap : n; }
-
-// Starts fetching the lines a search of `n` reads (header and s0 array),
-// so their misses overlap instead of following one another.
-// (Inline asm: GCC 12 silently drops __builtin_prefetch here once inlined.)
-inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
-inline void PrefetchNode(const NodeBase* n) {
-  const char* p = reinterpret_cast<const char*>(n);
-  PrefetchLine(p);
-  PrefetchLine(p + 64);
-  PrefetchLine(p + 128);
-  PrefetchLine(p + 192);
-  PrefetchLine(p + 256);
-  PrefetchLine(p + 320);
-}
 
 // Branchless: first i in [0, n) with a[i] >= x (n if none).
 inline int LowerBoundU64(const uint64_t* a, int n, uint64_t x) {
@@ -137,8 +160,9 @@ inline int UpperBoundU64(const uint64_t* a, int n, uint64_t x) {
 }
 
 inline int CompareLeafSlot(const Leaf* l, int i, const KeyRef& k) {
-  return CompareStored(Ld(l->s0[i]), Ld(l->s1[i]), Ld(l->lens[i]), k, [&](const char** p, uint32_t* n) {
-    const Record* r = Ld(l->vals[i]);
+  const uint64_t t = Ld(l->slots[i].tagged);
+  return CompareStored(Ld(l->s0[i]), Ld(l->slots[i].s1), UntagLen(t), k, [&](const char** p, uint32_t* n) {
+    const Record* r = UntagRecord(t);
     if (!r) return false;
     *p = r->key_data();
     *n = r->key_len;
@@ -163,8 +187,9 @@ inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
     *exact = false;
     return lo;
   }
-  // Ties on the first slice: binary search the tied run with full compares.
-  int hi = lo + UpperBoundU64(l->s0 + lo, n - lo, k.s0);
+  // Ties on the first slice: binary search the tied run with full compares
+  // (usually a run of one).
+  int hi = (lo + 1 == n || Ld(l->s0[lo + 1]) != k.s0) ? lo + 1 : lo + UpperBoundU64(l->s0 + lo, n - lo, k.s0);
   int found = 0;
   while (lo < hi) {
     int mid = (lo + hi) >> 1;
@@ -294,7 +319,7 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
         restart = true;
         break;
       }
-      PrefetchNode(child);
+      PrefetchNode(child, in->level == 1);
       uint64_t cv = child->version.load(std::memory_order_acquire);
       if (IsLocked(cv) || !Validate(in, v)) {
         CpuRelax();
@@ -313,7 +338,7 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
     bool exact;
     int pos = LeafLowerBound(leaf, n, k, &exact);
     if (exact) {
-      Record* r = Ld(leaf->vals[pos]);
+      Record* r = leaf->rec(pos);
       if (!Validate(leaf, v)) continue;
       return r;
     }
@@ -332,14 +357,12 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
     if (!TryUpgrade(leaf, v)) continue;
     for (int i = n; i > pos; --i) {
       St(leaf->s0[i], leaf->s0[i - 1]);
-      St(leaf->s1[i], leaf->s1[i - 1]);
-      St(leaf->lens[i], leaf->lens[i - 1]);
-      St(leaf->vals[i], leaf->vals[i - 1]);
+      St(leaf->slots[i].s1, leaf->slots[i - 1].s1);
+      St(leaf->slots[i].tagged, leaf->slots[i - 1].tagged);
     }
     St(leaf->s0[pos], k.s0);
-    St(leaf->s1[pos], k.s1);
-    St(leaf->lens[pos], k.len);
-    St(leaf->vals[pos], rec);
+    St(leaf->slots[pos].s1, k.s1);
+    St(leaf->slots[pos].tagged, TagRecord(rec, k.len));
     St(leaf->count, n + 1);
     UnlockNode(leaf);
     if (obs) obs->OnLeafChanged(leaf, v, v + 4);
@@ -361,7 +384,7 @@ void BTree::Scan(const KeyRef& start, F&& f) const {
       int pos = LeafLowerBound(leaf, n, from, &exact);
       if (exclusive && exact) ++pos;
       int m = 0;
-      for (int i = pos; i < n; ++i) buf[m++] = Ld(leaf->vals[i]);
+      for (int i = pos; i < n; ++i) buf[m++] = leaf->rec(i);
       Leaf* next = Ld(leaf->next);
       if (!Validate(leaf, v)) break;  // changed under us: descend again from `from`
       if (!f(leaf, v, static_cast<Record* const*>(buf), m)) return;
@@ -371,7 +394,7 @@ void BTree::Scan(const KeyRef& start, F&& f) const {
       }
       if (!next) return;
       leaf = next;
-      PrefetchNode(leaf);
+      PrefetchNode(leaf, true);
       v = WaitUnlocked(leaf);
     }
   }
@@ -382,7 +405,7 @@ void BTree::ForEachRecordUnsafe(F&& f) const {
   const NodeBase* n = root_.load(std::memory_order_acquire);
   while (!n->is_leaf) n = static_cast<const Inner*>(n)->children[0];
   for (const Leaf* l = static_cast<const Leaf*>(n); l; l = l->next) {
-    for (int i = 0; i < l->count; ++i) f(l->vals[i]);
+    for (int i = 0; i < l->count; ++i) f(l->rec(i));
   }
 }
 

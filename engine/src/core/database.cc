@@ -4,6 +4,10 @@
 #include "txn_impl.h"
 #include "worker_impl.h"
 
+#ifdef ROLIS_USE_MIMALLOC
+#include <mimalloc.h>
+#endif
+
 namespace rolis {
 
 std::unique_ptr<Database> Database::Open(const Options& options) {
@@ -20,6 +24,12 @@ TableImpl::~TableImpl() {
 
 DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {
   if (options_.epoch_period_ms == 0) options_.epoch_period_ms = 1;
+#ifdef ROLIS_USE_MIMALLOC
+  // Records and index nodes spread over gigabytes; with 4 KiB pages nearly
+  // every lookup also misses the TLB. mimalloc then madvises its segments
+  // for transparent huge pages (segments allocated from now on).
+  if (options_.huge_pages) mi_option_enable(mi_option_large_os_pages);
+#endif
   max_workers_ = std::clamp<uint32_t>(options_.max_workers, 1, kMaxWorkerIds);
   options_.max_workers = max_workers_;
   // Ticks start at 1 so that every commit ts exceeds the 0 of a fresh record.
