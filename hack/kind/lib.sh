@@ -111,6 +111,11 @@ docker_build() { DOCKER_BUILDKIT=1 /usr/bin/docker build "$@"; }
 # uid:gid, for pods that ask runAsNonRoot).
 component_image() {
   local tag="$1" bin="$2" from="$3" ep="${4:-}" user="${5:-}"
+  # Skip the build when the image already holds this binary on this base.
+  local key; key=$( { sha256sum <"$bin"; echo "$from $ep $user"; docker image inspect -f '{{.Id}}' "$from" 2>/dev/null || true; } | sha256sum | cut -c1-16)
+  if [ "$(docker image inspect -f '{{index .Config.Labels "io.rolis.inputs"}}' "$tag" 2>/dev/null || true)" = "$key" ]; then
+    info "image $tag up to date"; return
+  fi
   local ctx; ctx="$CACHE/images/ctx-$(echo "$tag" | tr /: __)"
   mkdir -p "$ctx"; cp -f "$bin" "$ctx/"
   {
@@ -119,6 +124,7 @@ component_image() {
     echo "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
     [ -z "$ep" ] || echo "ENTRYPOINT [\"/usr/local/bin/$(basename "$bin")\"]"
     [ -z "$user" ] || echo "USER $user"
+    echo "LABEL io.rolis.inputs=$key"
   } >"$ctx/Dockerfile"
   docker_build -q -t "$tag" "$ctx" >/dev/null
   info "image $tag"
