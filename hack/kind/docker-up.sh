@@ -26,7 +26,9 @@ if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then
 else
   rm -f "$pidf"
   log "starting dockerd (log: $D/dockerd.log)"
-  as_root setsid nohup dockerd --config-file "$D/daemon.json" --pidfile "$pidf" \
+  # A simple command (not the as_root function), so no shell lingers as its parent.
+  sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" setsid nohup dockerd --config-file "$D/daemon.json" --pidfile "$pidf" \
     -H unix:///var/run/docker.sock >>"$D/dockerd.log" 2>&1 </dev/null &
 fi
 for _ in $(seq 60); do docker_ok && break; sleep 1; done
