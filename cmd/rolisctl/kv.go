@@ -20,24 +20,19 @@ func newGetCmd(g *globals) *cobra.Command {
 		Short: "Print the value of KEY alone (exit 1 if absent)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.withTimeout(cmd.Context())
-			defer cancel()
-			c, err := g.client(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			v, found, err := c.Table(table).Get(ctx, []byte(args[0]))
-			if err != nil {
-				return err
-			}
-			if !found {
-				return exitError{1, fmt.Sprintf("%q not found", args[0])}
-			}
-			out := cmd.OutOrStdout()
-			out.Write(v)
-			fmt.Fprintln(out)
-			return nil
+			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				v, found, err := c.Table(table).Get(ctx, []byte(args[0]))
+				if err != nil {
+					return err
+				}
+				if !found {
+					return exitError{1, fmt.Sprintf("%q not found", args[0])}
+				}
+				out := cmd.OutOrStdout()
+				out.Write(v)
+				fmt.Fprintln(out)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", "", "table (default \"kv\")")
@@ -51,18 +46,13 @@ func newPutCmd(g *globals) *cobra.Command {
 		Short: "Write KEY = VALUE (prints OK once it is on a majority)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.withTimeout(cmd.Context())
-			defer cancel()
-			c, err := g.client(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.Table(table).Put(ctx, []byte(args[0]), []byte(args[1])); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "OK")
-			return nil
+			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				if err := c.Table(table).Put(ctx, []byte(args[0]), []byte(args[1])); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "OK")
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", "", "table (default \"kv\")")
@@ -77,23 +67,18 @@ func newDeleteCmd(g *globals) *cobra.Command {
 		Short:   "Delete KEY (prints whether it existed)",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.withTimeout(cmd.Context())
-			defer cancel()
-			c, err := g.client(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			found, err := c.Table(table).Delete(ctx, []byte(args[0]))
-			if err != nil {
-				return err
-			}
-			if found {
-				fmt.Fprintln(cmd.OutOrStdout(), "deleted")
-			} else {
-				fmt.Fprintln(cmd.OutOrStdout(), "not found")
-			}
-			return nil
+			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				found, err := c.Table(table).Delete(ctx, []byte(args[0]))
+				if err != nil {
+					return err
+				}
+				if found {
+					fmt.Fprintln(cmd.OutOrStdout(), "deleted")
+				} else {
+					fmt.Fprintln(cmd.OutOrStdout(), "not found")
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", "", "table (default \"kv\")")
@@ -110,35 +95,30 @@ func newScanCmd(g *globals) *cobra.Command {
 		Long:  "Print the keys in [START, END) with their values, one KEY<tab>VALUE line each. No START is the first key; no END is unbounded.",
 		Args:  cobra.MaximumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := g.withTimeout(cmd.Context())
-			defer cancel()
-			c, err := g.client(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			var start, end []byte
-			if len(args) > 0 {
-				start = []byte(args[0])
-			}
-			if len(args) > 1 {
-				end = []byte(args[1])
-			}
-			items, err := c.Table(table).Scan(ctx, start, end, limit)
-			if err != nil {
-				return err
-			}
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			defer w.Flush()
-			for _, kv := range items {
-				w.Write(kv.Key)
-				if !keysOnly {
-					w.WriteByte('\t')
-					w.Write(kv.Value)
+			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				var start, end []byte
+				if len(args) > 0 {
+					start = []byte(args[0])
 				}
-				w.WriteByte('\n')
-			}
-			return nil
+				if len(args) > 1 {
+					end = []byte(args[1])
+				}
+				items, err := c.Table(table).Scan(ctx, start, end, limit)
+				if err != nil {
+					return err
+				}
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				defer w.Flush()
+				for _, kv := range items {
+					w.Write(kv.Key)
+					if !keysOnly {
+						w.WriteByte('\t')
+						w.Write(kv.Value)
+					}
+					w.WriteByte('\n')
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", "", "table (default \"kv\")")
@@ -188,29 +168,24 @@ scanned KEY<tab>VALUE lines; then "OK".`,
 			if len(parsed) == 0 {
 				return errors.New("no operations")
 			}
-			ctx, cancel := g.withTimeout(cmd.Context())
-			defer cancel()
-			c, err := g.client(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			defer w.Flush()
-			if interactive {
-				return runInteractive(ctx, c, parsed, w)
-			}
-			res, err := c.Execute(ctx, parsed...)
-			if err != nil && !errors.Is(err, client.ErrConditionFailed) {
-				return err
-			}
-			printResults(w, parsed, res.Results)
-			if err != nil {
-				w.Flush()
-				return exitError{3, "condition failed: nothing was written"}
-			}
-			fmt.Fprintf(w, "OK\n")
-			return nil
+			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				w := bufio.NewWriter(cmd.OutOrStdout())
+				defer w.Flush()
+				if interactive {
+					return runInteractive(ctx, c, parsed, w)
+				}
+				res, err := c.Execute(ctx, parsed...)
+				if err != nil && !errors.Is(err, client.ErrConditionFailed) {
+					return err
+				}
+				printResults(w, parsed, res.Results)
+				if err != nil {
+					w.Flush()
+					return exitError{3, "condition failed: nothing was written"}
+				}
+				fmt.Fprintf(w, "OK\n")
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&ops, "op", nil, "an operation, e.g. --op 'put k v' (repeatable)")
@@ -394,4 +369,16 @@ func runInteractive(ctx context.Context, c *client.Client, ops []client.Op, w *b
 	printResults(w, ops, results)
 	fmt.Fprintf(w, "OK\n")
 	return nil
+}
+
+// withClient runs fn with a client of --endpoint, bounded by --timeout.
+func (g *globals) withClient(cmd *cobra.Command, fn func(ctx context.Context, c *client.Client) error) error {
+	ctx, cancel := g.withTimeout(cmd.Context())
+	defer cancel()
+	c, err := g.client(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c)
 }
