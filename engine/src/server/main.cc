@@ -8,6 +8,7 @@
 #include "rolis/db.h"
 #include "server/config.h"
 #include "server/logging.h"
+#include "server/runtime.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
   const rolis::server::ServerConfig& config = parsed.config;
+  rolis::server::TuneProcessRuntime();
   if (!rolis::server::SetupLogging(config.log_format, config.log_level)) {
     std::fprintf(stderr, "rolisd: bad --log-level %s\n", config.log_level.c_str());
     return 2;

@@ -25,7 +25,8 @@ void NoteStatus(Method method, const grpc::Status& st) {
   }
 }
 
-// Replies to a unary call once the watermark passes its commit timestamp.
+// Replies to a unary call once the watermark passes its commit timestamp (or
+// the versions it read). api = kCount: no latency observed.
 class UnaryWatermarkWaiter final : public WatermarkWaiter {
  public:
   UnaryWatermarkWaiter(grpc::ServerUnaryReactor* reactor, Metrics* metrics, Method method, LatencyApi api,
@@ -37,7 +38,7 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
                                   : grpc::Status(status.error_code(),
                                                  "committed locally but not acknowledged by replication: " +
                                                      status.error_message());
-    metrics_->ObserveLatency(api_, Clock::now() - start_);
+    if (api_ != LatencyApi::kCount) metrics_->ObserveLatency(api_, Clock::now() - start_);
     metrics_->CountRequest(method_, st.error_code());
     if (inflight_) metrics_->AddInflight(-1);
     NoteStatus(method_, st);
@@ -300,6 +301,12 @@ grpc::ServerUnaryReactor* ClientService::Unary(grpc::CallbackServerContext* ctx,
   CallContext cc;
   grpc::Status st = fn(&cc);
   if (!cc.leader.empty()) ctx->AddTrailingMetadata(kLeaderTrailer, cc.leader);
+  // A reply that shows reads waits until they cannot be undone by a failover.
+  if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
+    auto* w = new UnaryWatermarkWaiter(reactor, metrics_, method, LatencyApi::kCount, Clock::now(), false);
+    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
+    return reactor;
+  }
   metrics_->CountRequest(method, st.error_code());
   NoteStatus(method, st);
   reactor->Finish(st);
