@@ -518,6 +518,8 @@ grpc::Status Node::Get(const v1::GetRequest& req, v1::GetResponse* resp, CallCon
   if (!st.ok()) return st;
   if (st = CountOp(t.get(), options_.max_ops_per_txn); !st.ok()) return st;
   Status s = t->txn->Get(table, req.key(), resp->mutable_value());
+  // The reply shows what was read: it waits until a failover cannot undo it.
+  if (s.ok() || s.IsNotFound()) ctx->commit_ts = t->txn->max_read_ts();
   if (s.ok()) {
     resp->set_found(true);
     if (resp->value().size() > options_.max_response_bytes) {
@@ -568,6 +570,7 @@ grpc::Status Node::Scan(const v1::ScanRequest& req, v1::ScanResponse* resp, Call
     resp->Clear();
     ROLIS_OP_FAILED(t.get(), s);
   }
+  ctx->commit_ts = t->txn->max_read_ts();
   resp->set_more(more);
   return grpc::Status::OK;
 }
@@ -603,6 +606,7 @@ grpc::Status Node::Delete(const v1::DeleteRequest& req, v1::DeleteResponse* resp
   if (st = CheckWritable(ctx); !st.ok()) return st;
   if (st = CountOp(t.get(), options_.max_ops_per_txn); !st.ok()) return st;
   Status s = t->txn->Delete(table, req.key());
+  if (s.ok() || s.IsNotFound()) ctx->commit_ts = t->txn->max_read_ts();  // `found` shows a read
   if (s.ok()) {
     resp->set_found(true);
     return grpc::Status::OK;
@@ -627,12 +631,14 @@ grpc::Status Node::Commit(const v1::CommitRequest& req, v1::CommitResponse* resp
   }
   Status s = t->txn->Commit();
   uint64_t ts = s.ok() ? t->txn->commit_ts() : 0;
+  uint64_t read_ts = t->txn->max_read_ts();
   if (s.ok()) {
     Finish(t.get(), false, AbortReason::kCount);
     metrics_->CountCommit();
     resp->set_epoch(replicator_->epoch());
     resp->set_commit_ts(ts);
-    ctx->commit_ts = t->read_only ? 0 : ts;
+    // Read-write: its own ts (above everything it read); read-only: what it read.
+    ctx->commit_ts = ts != 0 ? ts : read_ts;
     return grpc::Status::OK;
   }
   // A failed commit has ended the transaction in the engine.

@@ -38,7 +38,10 @@ namespace rolis::server {
 // Outputs of a call besides its response message.
 struct CallContext {
   std::string leader;      // set with FAILED_PRECONDITION: the leader's client address ("rolis-leader")
-  uint64_t commit_ts = 0;  // a read-write transaction committed at this ts: wait for the watermark
+  // Wait for the watermark to pass this ts before replying: the commit ts of
+  // a read-write transaction, or the newest version a reply shows
+  // (Transaction::max_read_ts), so nothing a failover could discard is shown.
+  uint64_t commit_ts = 0;
   Clock::time_point begin_time{};  // Commit: when the transaction began (latency)
 };
 

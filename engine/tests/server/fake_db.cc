@@ -1,5 +1,6 @@
 #include "fake_db.h"
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 
@@ -116,6 +117,7 @@ class FakeTxn final : public Transaction {
     auto it = t->rows.find(key);
     reads_.push_back({t, std::string(key), it == t->rows.end() ? 0 : it->second.version});
     if (it == t->rows.end()) return Status::NotFound("absent");
+    max_read_ts_ = std::max(max_read_ts_, it->second.version);
     *value = it->second.value;
     return Status::OK();
   }
@@ -132,6 +134,7 @@ class FakeTxn final : public Transaction {
         if (!end.empty() && it->first >= end) break;
         view[it->first] = it->second.value;
         reads_.push_back({t, it->first, it->second.version});
+        max_read_ts_ = std::max(max_read_ts_, it->second.version);
       }
     }
     for (auto& [k, v] : writes_) {
@@ -222,6 +225,7 @@ class FakeTxn final : public Transaction {
 
   void Abort() override { End(); }
   uint64_t commit_ts() const override { return commit_ts_; }
+  uint64_t max_read_ts() const override { return max_read_ts_; }
   bool read_only() const override { return read_only_; }
 
  private:
@@ -260,6 +264,7 @@ class FakeTxn final : public Transaction {
   bool refused_;
   bool done_ = false;
   uint64_t commit_ts_ = 0;
+  uint64_t max_read_ts_ = 0;
   std::vector<Read> reads_;
   std::vector<ScanRead> scans_;
   std::map<std::pair<FakeTable*, std::string>, std::optional<std::string>> writes_;

@@ -470,5 +470,28 @@ TEST_F(NodeTest, DrainingRefusesNewWorkAndStopAbortsOpenTransactions) {
   EXPECT_EQ(metrics_.aborts(AbortReason::kShutdown), 1u);
 }
 
+TEST_F(NodeTest, RepliesThatShowReadsWaitForTheNewestVersionRead) {
+  Open();
+  v1::ExecuteResponse put;
+  ASSERT_TRUE(Exec({Op(v1::Op::PUT, "a", "1")}, &put).ok());
+  uint64_t written = put.commit_ts();
+  ASSERT_GT(written, 0u);
+  uint64_t id = BeginTxn(true);
+  v1::GetRequest get;
+  get.set_txn_id(id);
+  get.set_key("a");
+  v1::GetResponse gresp;
+  CallContext gctx;
+  ASSERT_TRUE(node_->Get(get, &gresp, &gctx).ok());
+  EXPECT_EQ(gctx.commit_ts, written);
+  v1::CommitRequest creq;
+  creq.set_txn_id(id);
+  v1::CommitResponse cresp;
+  CallContext cctx;
+  ASSERT_TRUE(node_->Commit(creq, &cresp, &cctx).ok());
+  EXPECT_EQ(cresp.commit_ts(), 0u);
+  EXPECT_EQ(cctx.commit_ts, written);  // read-only: waits for what it read
+}
+
 }  // namespace
 }  // namespace rolis::server
