@@ -96,6 +96,7 @@ inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*
 template <size_t kBytes>
 inline void PrefetchBytes(const void* n) {
   const char* p = static_cast<const char*>(n);
+#pragma GCC unroll 32
   for (size_t off = 0; off < kBytes; off += 64) PrefetchLine(p + off);
 }
 // `leaf` comes from the parent's level, so choosing does not wait for n.

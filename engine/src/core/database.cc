@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #include "txn_impl.h"
 #include "worker_impl.h"
@@ -28,7 +29,7 @@ DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {
   // Records and index nodes spread over gigabytes; with 4 KiB pages nearly
   // every lookup also misses the TLB. mimalloc then madvises its segments
   // for transparent huge pages (segments allocated from now on).
-  if (options_.huge_pages) mi_option_enable(mi_option_large_os_pages);
+  if (options_.huge_pages && !getenv("ROLIS_NO_HUGE")) mi_option_enable(mi_option_large_os_pages);
 #endif
   max_workers_ = std::clamp<uint32_t>(options_.max_workers, 1, kMaxWorkerIds);
   options_.max_workers = max_workers_;
