@@ -169,6 +169,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   std::string txn_idle = "30s", max_txn_idle = "10m", shutdown_grace = "10s", tls_refresh = "60s";
   std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB";
   std::string peers, tables = "kv", election = "none", log_format = "text";
+  std::string batch_timeout = "1ms", election_timeout = "1500ms";
 
   // Network.
   app.add_option("--listen", c.listen, "Client API address (rolis.v1.Rolis and grpc.health.v1)")
@@ -191,6 +192,21 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   app.add_option("--election", election, "Leader election: none (driven by the operator or rolisctl) or builtin")
       ->envname("ROLISD_ELECTION")->capture_default_str()->check(CLI::IsMember({"none", "builtin"}))
       ->group("Replication");
+  app.add_option("--election-timeout", election_timeout,
+                 "--election=builtin: a follower that hears no open leader this long runs an election")
+      ->envname("ROLISD_ELECTION_TIMEOUT")->capture_default_str()->group("Replication");
+  app.add_option("--batch-size", c.batch_size, "A replication batch closes at this many transactions ...")
+      ->envname("ROLISD_BATCH_SIZE")->capture_default_str()->group("Replication");
+  app.add_option("--batch-timeout", batch_timeout,
+                 "... or this long after its first one (e.g. 500us, 1ms); an idle stream sends an empty batch "
+                 "as often so that the watermark moves")
+      ->envname("ROLISD_BATCH_TIMEOUT")->capture_default_str()->group("Replication");
+  app.add_option("--max-inflight-batches", c.max_inflight_batches,
+                 "Per stream: batches sent beyond the majority-accepted prefix before commits wait (flow control)")
+      ->envname("ROLISD_MAX_INFLIGHT_BATCHES")->capture_default_str()->group("Replication");
+  app.add_option("--test-drop-peers-file", c.test_drop_peers_file,
+                 "For tests only: drop replication traffic with the member ids listed in this file (a partition)")
+      ->envname("ROLISD_TEST_DROP_PEERS_FILE")->group("Replication");
 
   // Engine.
   app.add_option("--worker-threads", c.worker_threads,
@@ -320,6 +336,24 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   if (!parsed) return fail("--peers: " + err);
   c.peers = std::move(*parsed);
   c.election = election == "builtin" ? Election::kBuiltin : Election::kNone;
+  {
+    std::string bt = Lower(batch_timeout);
+    std::optional<std::chrono::microseconds> us;
+    if (bt.size() > 2 && bt.compare(bt.size() - 2, 2, "us") == 0) {
+      if (auto n = ParseUint(std::string_view(bt).substr(0, bt.size() - 2))) us = std::chrono::microseconds(*n);
+    } else if (auto ms = ParseDuration(bt)) {
+      us = *ms;
+    }
+    if (!us || us->count() < 50 || *us > std::chrono::seconds(1)) {
+      return fail(fmt::format("--batch-timeout: '{}' is not a duration of 50us..1s", batch_timeout));
+    }
+    c.batch_timeout = *us;
+    auto et = ParseDuration(election_timeout);
+    if (!et || et->count() < 50) return fail("--election-timeout: want a duration of at least 50ms");
+    c.election_timeout = *et;
+  }
+  if (c.batch_size == 0 || c.batch_size > 100000) return fail("--batch-size: want 1..100000");
+  if (c.max_inflight_batches < 2 || c.max_inflight_batches > 65536) return fail("--max-inflight-batches: want 2..65536");
   if (c.replicated()) {
     if (c.id == 0) return fail("--id: required with --peers (this member's ID)");
     bool found = std::any_of(c.peers.begin(), c.peers.end(), [&](const Peer& p) { return p.id == c.id; });

@@ -31,6 +31,12 @@ struct ServerConfig {
   uint32_t id = 0;
   std::vector<Peer> peers;
   Election election = Election::kNone;
+  // Replication (docs/replication.md).
+  uint32_t batch_size = 50;                              // a batch closes at this many transactions ...
+  std::chrono::microseconds batch_timeout{1000};         // ... or after this long
+  uint32_t max_inflight_batches = 64;                    // per stream, beyond the majority-accepted prefix
+  std::chrono::milliseconds election_timeout{1500};      // --election=builtin
+  std::string test_drop_peers_file;                      // tests only: drop traffic with the ids listed there
 
   // Engine.
   uint32_t worker_threads = 0;  // 0 before Finalize: number of CPUs

@@ -71,6 +71,12 @@ Node::Node(NodeOptions options, Database* db, Replicator* replicator, Metrics* m
 
 Node::~Node() { Stop(); }
 
+std::vector<std::mutex*> Node::worker_mutexes() const {
+  std::vector<std::mutex*> out;
+  for (size_t i = 0; pool_ && i < pool_->size(); i++) out.push_back(&pool_->slot(i).mu);
+  return out;
+}
+
 Status Node::Start(uint32_t workers) {
   for (const std::string& name : options_.tables) {
     Table* t = nullptr;
@@ -384,12 +390,15 @@ grpc::Status Node::Execute(const v1::ExecuteRequest& req, v1::ExecuteResponse* r
       if (condition_failed) {
         resp->set_condition_failed(true);
         metrics_->CountAbort(AbortReason::kCondition);
+        ctx->commit_ts = replicator_->ReadFence();  // it shows what it read
         return grpc::Status::OK;
       }
       metrics_->CountCommit();
       resp->set_epoch(replicator_->epoch());
       resp->set_commit_ts(commit_ts);
-      ctx->commit_ts = writes ? commit_ts : 0;
+      // A read-only transaction waits for the watermark to pass what it may
+      // have read (docs/replication.md), a read-write one for its own ts.
+      ctx->commit_ts = writes ? commit_ts : replicator_->ReadFence();
       return grpc::Status::OK;
     }
     if (!s.IsAborted()) {
@@ -416,6 +425,9 @@ grpc::Status Node::Begin(const v1::BeginRequest& req, v1::BeginResponse* resp, C
   if (!req.read_only()) {
     grpc::Status st = CheckWritable(ctx);
     if (!st.ok()) return st;
+  } else if (replicator_->role() == Role::kCatchingUp) {
+    // Its store is being replaced (state transfer): nothing to read yet.
+    return Err(StatusCode::UNAVAILABLE, "this member is catching up (state transfer): read elsewhere");
   }
   if (!txns_.TryReserve(options_.max_open_txns)) {
     return Err(StatusCode::RESOURCE_EXHAUSTED,

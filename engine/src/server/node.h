@@ -96,6 +96,9 @@ class Node {
   size_t ReapExpired(Clock::time_point now);
 
   int64_t open_txns() const { return txns_.size(); }
+  // Per stream, the mutex held around every transaction on its worker (for
+  // the replicator, which closes idle batches under it).
+  std::vector<std::mutex*> worker_mutexes() const;
   size_t workers() const { return pool_ ? pool_->size() : 0; }
   // False when the engine allows only one open transaction per Worker; then
   // interactive transactions each reserve a whole Worker (see DESIGN notes

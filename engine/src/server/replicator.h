@@ -45,6 +45,10 @@ class Replicator : public CommitHook {
   // Maps the engine's WorkerId of stream `stream` (0 .. streams-1). Called
   // for every worker before serving.
   virtual void RegisterStream(WorkerId worker, uint32_t stream) = 0;
+  // The engine (opened with this replicator as its commit hook) and, per
+  // stream, the mutex held around every transaction on its worker. Called
+  // once the Node has started, before Start.
+  virtual void Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {}
   virtual void Start() {}
   virtual void Stop() {}
 
@@ -66,6 +70,14 @@ class Replicator : public CommitHook {
   // used). Otherwise `waiter` is called later, exactly once, from another
   // thread; it must stay alive until then.
   virtual bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) = 0;
+  // A reply that shows what a transaction read must not show what a
+  // failover could discard: before it is sent, the watermark must cover this
+  // ts (every version this member installed so far is at or below it).
+  // 0: nothing to wait for (standalone).
+  virtual uint64_t ReadFence() const { return 0; }
+  // For the metrics: G's ts and each stream's c[t] ts.
+  virtual uint64_t watermark_ts() const { return 0; }
+  virtual std::vector<uint64_t> stream_committed_ts() const { return {}; }
 
   // Role, epoch, watermark, streams, members, decided record, leader.
   virtual void FillStatus(v1::StatusResponse* out) const = 0;
@@ -108,8 +120,8 @@ class StandaloneReplicator final : public Replicator {
   bool WatermarkCovers(uint64_t commit_ts) const override { return true; }
   bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) override { return true; }
 
-  uint64_t watermark_ts() const;
-  std::vector<uint64_t> stream_committed_ts() const;
+  uint64_t watermark_ts() const override;
+  std::vector<uint64_t> stream_committed_ts() const override;
 
   void FillStatus(v1::StatusResponse* out) const override;
   grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) override;

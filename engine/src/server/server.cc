@@ -60,8 +60,8 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const ServerConfi
   return creds;
 }
 
-RolisServer::RolisServer(ServerConfig config, OpenDatabase open)
-    : config_(std::move(config)), open_(std::move(open)) {}
+RolisServer::RolisServer(ServerConfig config, OpenDatabase open, MakeReplicator make_replicator)
+    : config_(std::move(config)), open_(std::move(open)), make_replicator_(std::move(make_replicator)) {}
 
 RolisServer::~RolisServer() {
   Shutdown(std::chrono::milliseconds(0));
@@ -97,7 +97,11 @@ Status RolisServer::Start() {
     self.set_address(ro.client_address);
     ro.members.push_back(self);
   }
-  replicator_ = std::make_unique<StandaloneReplicator>(ro);
+  if (config_.replicated() && make_replicator_) {
+    replicator_ = make_replicator_(config_);
+  } else {
+    replicator_ = std::make_unique<StandaloneReplicator>(ro);
+  }
 
   Options opts;
   opts.limits.max_key_bytes = config_.max_key_bytes;
@@ -112,6 +116,8 @@ Status RolisServer::Start() {
   node_ = std::make_unique<Node>(NodeOptions::FromConfig(config_), db_.get(), replicator_.get(), metrics_.get());
   Status s = node_->Start(config_.worker_threads);
   if (!s.ok()) return s;
+  replicator_->Attach(db_.get(), node_->worker_mutexes());
+  replicator_->Start();
   if (!node_->multi_txn_workers()) {
     spdlog::warn(
         "the engine allows one open transaction per worker: each open interactive transaction reserves a whole "
@@ -210,6 +216,7 @@ void RolisServer::Shutdown(std::chrono::milliseconds grace) {
   // In-flight unary calls finish on their own; open interactive transactions
   // are aborted (their next call gets UNAVAILABLE).
   if (node_) node_->Stop();
+  if (replicator_) replicator_->Stop();
   spdlog::debug("shutdown: draining done, stopping gRPC servers");
   auto deadline = std::chrono::system_clock::now() + grace;
   if (client_server_) client_server_->Shutdown(deadline);

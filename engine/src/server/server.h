@@ -34,7 +34,10 @@ class RolisServer {
  public:
   // Opens the engine (rolisd passes Database::Open; tests pass a fake).
   using OpenDatabase = std::function<std::unique_ptr<Database>(const Options&)>;
-  RolisServer(ServerConfig config, OpenDatabase open);
+  // Makes the replicator of a member with --peers (rolisd passes the
+  // replication layer's); without one, or without peers, the standalone one.
+  using MakeReplicator = std::function<std::unique_ptr<Replicator>(const ServerConfig&)>;
+  RolisServer(ServerConfig config, OpenDatabase open, MakeReplicator make_replicator = nullptr);
   ~RolisServer();
 
   Status Start();
@@ -58,8 +61,9 @@ class RolisServer {
  private:
   ServerConfig config_;
   OpenDatabase open_;
+  MakeReplicator make_replicator_;
   std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<StandaloneReplicator> replicator_;
+  std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<Node> node_;
   std::unique_ptr<ClientService> client_service_;
