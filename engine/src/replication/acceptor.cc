@@ -199,15 +199,43 @@ bool ControlAcceptor::Learn(const DecidedPtr& d) {
   return true;
 }
 
-void ControlAcceptor::SetHorizon(uint64_t horizon) {
+ControlAcceptor::Vote ControlAcceptor::Current() const {
   std::lock_guard<std::mutex> g(mu_);
-  horizon_ = std::max(horizon_, horizon);
-  has_horizon_ = true;
+  Vote v;
+  v.instance = latest_ ? latest_->record.epoch : 0;
+  if (auto it = instances_.find(v.instance); it != instances_.end()) {
+    v.promised = it->second.promised;
+    v.accepted_ballot = it->second.accepted_ballot;
+    v.accepted = it->second.accepted;
+  }
+  return v;
+}
+
+void ControlAcceptor::Adopt(const Vote& v) {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t known = latest_ ? latest_->record.epoch : 0;
+  if (v.instance < known) return;  // settled
+  Instance& in = instances_[v.instance];
+  in.promised = std::max(in.promised, v.promised);
+  if (v.accepted && v.accepted_ballot > in.accepted_ballot) {
+    in.accepted_ballot = v.accepted_ballot;
+    in.accepted = v.accepted;
+    in.promised = std::max(in.promised, v.accepted_ballot);
+  }
 }
 
 bool ControlAcceptor::HasState() const {
   std::lock_guard<std::mutex> g(mu_);
   return latest_ != nullptr || !instances_.empty();
+}
+
+bool ControlAcceptor::HasAccepted() const {
+  std::lock_guard<std::mutex> g(mu_);
+  if (latest_) return true;
+  for (const auto& [p, in] : instances_) {
+    if (in.accepted) return true;
+  }
+  return false;
 }
 
 ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self) {
@@ -237,10 +265,6 @@ ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self) {
   }
   if (known < m.instance) {
     r.error = "instance of an epoch not known to be decided";
-    return r;
-  }
-  if (has_horizon_ && m.instance <= horizon_) {
-    r.error = "restarted empty: may have voted in this instance before";
     return r;
   }
   Instance& in = instances_[m.instance];

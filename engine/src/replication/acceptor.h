@@ -91,10 +91,22 @@ class ControlAcceptor {
   // Learns a decided record (from an announcement, a stream, a reply).
   // Returns true if it is newer than what was known.
   bool Learn(const DecidedPtr& d);
-  // A member that restarted empty may have voted in instances up to
-  // `horizon` before it lost its memory: it votes only above it.
-  void SetHorizon(uint64_t horizon);
-  bool HasState() const;  // promised or accepted anything, or knows a record
+  // The instance this acceptor votes in (the successor of its latest
+  // record) and its vote there.
+  struct Vote {
+    uint64_t instance = 0;
+    uint64_t promised = 0;
+    uint64_t accepted_ballot = 0;
+    DecidedPtr accepted;
+  };
+  Vote Current() const;
+  // A member that restarted empty adopts the votes of a majority of the
+  // others in the current instance (the highest promise, the value of the
+  // highest ballot accepted): whatever it promised or accepted before it
+  // forgot is covered, since every majority it voted with intersects them.
+  void Adopt(const Vote& v);
+  bool HasState() const;     // promised or accepted anything, or knows a record
+  bool HasAccepted() const;  // accepted a value, or knows a record
 
  private:
   struct Instance {
@@ -105,8 +117,6 @@ class ControlAcceptor {
   mutable std::mutex mu_;
   std::map<uint64_t, Instance> instances_;
   DecidedPtr latest_;
-  uint64_t horizon_ = 0;
-  bool has_horizon_ = false;
 };
 
 // Reach bookkeeping shared by compaction, replay and the failover walk:

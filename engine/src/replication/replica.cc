@@ -208,6 +208,11 @@ void Replica::Stop() {
   if (leader_thread_.joinable()) leader_thread_.join();
   if (replay_thread_.joinable()) replay_thread_.join();
   if (catch_thread_.joinable()) catch_thread_.join();
+  {
+    std::lock_guard<std::mutex> g(bg_mu_);
+    for (auto& f : bg_) f.wait();  // calls still running end by their deadline
+    bg_.clear();
+  }
   for (auto& s : lstreams_) s->leading.store(0);
   FailWaiters("shutting down");
   CompleteWaiters();
@@ -251,6 +256,25 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord
   if (s.count >= opts_.batch_size) CloseBatch(s, e, true);
 }
 
+uint64_t Replica::Floor() const {
+  uint64_t f = clock_.floor();
+  uint64_t b = base_upper_.load(std::memory_order_relaxed);
+  if (b != UINT64_MAX) {
+    uint64_t now = MonotonicNanos();
+    if (now > b) f = std::max(f, (now - b) << 8);
+  }
+  return f;
+}
+
+void Replica::ObserveTs(uint64_t ts) {
+  // The engine's ticks now are at least ts >> 8, less one (a ts may exceed
+  // the clock by one tick after a dependency): its base is at most this.
+  uint64_t cand = MonotonicNanos() - (ts >> 8) + 1;
+  uint64_t cur = base_upper_.load(std::memory_order_relaxed);
+  while (cand < cur && !base_upper_.compare_exchange_weak(cur, cand, std::memory_order_relaxed)) {
+  }
+}
+
 void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
   auto b = std::make_shared<Batch>();
   b->kind = BatchKind::kTxns;
@@ -265,6 +289,7 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
   s.count = 0;
   s.closed_ts = b->last_ts;
   s.last_close = SteadyClock::now();
+  ObserveTs(b->last_ts);
   BatchPtr p = std::move(b);
   // Flow control: at most max_inflight batches wait in the ring; the worker
   // waits for room (it holds its worker, so its next transaction waits too).
@@ -293,7 +318,7 @@ void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now) {
       // Idle: an empty batch says "nothing of mine at or below this ts", so G
       // moves at light load. With the worker's mutex held no commit is half
       // done, and every later ts is at least the clock's floor.
-      uint64_t f = clock_.floor();
+      uint64_t f = Floor();
       uint64_t hb = std::max(s.closed_ts, f > 0 ? f - 1 : 0);
       s.last_close = now;
       if (hb > s.closed_ts) {
@@ -481,6 +506,10 @@ void Replica::Recompute(SteadyClock::time_point now) {
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
     uint64_t below = s.c_end;
+    // Keep a little history whatever the peers say, so that a member that
+    // just finished a state transfer (and is not yet heard from) finds the
+    // slots after its snapshot.
+    below = std::min(below, s.next_index > opts_.min_retained ? s.next_index - opts_.min_retained : 0);
     for (const PeerState& ps : s.peers) {
       if (!ps.heard || now - ps.last_reply > opts_.live_window) continue;
       if (s.next_index > opts_.max_log_slots && ps.replayed_next + opts_.max_log_slots < s.next_index) continue;
@@ -615,8 +644,20 @@ void Replica::CheckDeposed() {
 // ---------------------------------------------------------------------------
 // Watermark waiters.
 
-bool Replica::WatermarkCovers(uint64_t commit_ts) const {
-  return open_.load(std::memory_order_acquire) && covered_ts_.load(std::memory_order_acquire) >= commit_ts;
+bool Replica::WatermarkCovers(uint64_t ts) const {
+  if (open_.load(std::memory_order_acquire)) {
+    if (covered_ts_.load(std::memory_order_acquire) >= ts) return true;
+    // Above every ts this member's clock has given: a version of an older
+    // epoch (another member's clock), which the new leader's state holds
+    // only at or below G'.
+    return ts > clock_.ceiling();
+  }
+  // A follower's store holds only what its leader's G covered (and, after
+  // it led an epoch, only commits that the next record kept): its reads
+  // cannot be undone. No write commits on a follower; one that raced with
+  // stepping down leaves the member catching up, not a follower.
+  return role_.load(std::memory_order_acquire) == Role::kFollower && voting_.load() && !dirty_.load() &&
+         !needs_transfer_.load();
 }
 
 bool Replica::AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* w) {
@@ -755,6 +796,10 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
       }
       if (m.epoch == replay_epoch_ && m.commit_watermark > replay_g_) replay_g_ = m.commit_watermark;
       replay_kick_ = true;
+      // An open leader (its G is set once it opened) is alive.
+      if (m.commit_watermark.epoch == m.epoch) {
+        last_contact_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+      }
     }
     replay_cv_.notify_one();
     uint64_t replayed = replayed_next_[t].load(std::memory_order_acquire);
@@ -999,40 +1044,78 @@ bool Replica::ReplayOnce() {
 // ---------------------------------------------------------------------------
 // Calls to every member.
 
-std::vector<std::pair<uint32_t, PromiseReply>> Replica::PromiseAll(const PromiseMsg& m, bool include_self) {
-  std::vector<std::pair<uint32_t, PromiseReply>> out;
-  std::vector<std::pair<uint32_t, std::future<std::pair<Status, PromiseReply>>>> calls;
-  for (uint32_t p : peers()) {
-    calls.push_back({p, std::async(std::launch::async, [this, p, m] {
-                       PromiseReply r;
-                       Status s = transport_->Promise(p, m, &r, opts_.rpc_timeout);
-                       return std::make_pair(s, r);
-                     })});
+namespace {
+
+// Calls every peer at once and returns once `enough` holds for the replies
+// so far (or every call ended). Calls still running go on in the
+// background; their futures are kept in `bg` (joined by Stop).
+template <typename Reply, typename Call>
+std::vector<std::pair<uint32_t, Reply>> FanOut(
+    const std::vector<uint32_t>& peers, std::vector<std::pair<uint32_t, Reply>> initial, Call call,
+    const std::function<bool(const std::vector<std::pair<uint32_t, Reply>>&)>& enough, std::mutex* bg_mu,
+    std::vector<std::future<void>>* bg) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::pair<uint32_t, Reply>> replies;
+    size_t ended = 0;
+  };
+  auto sh = std::make_shared<Shared>();
+  sh->replies = std::move(initial);
+  std::vector<std::future<void>> calls;
+  for (uint32_t p : peers) {
+    calls.push_back(std::async(std::launch::async, [sh, p, call] {
+      Reply r;
+      bool ok = call(p, &r);
+      std::lock_guard<std::mutex> g(sh->mu);
+      if (ok) sh->replies.push_back({p, std::move(r)});
+      sh->ended++;
+      sh->cv.notify_all();
+    }));
   }
-  if (include_self) out.push_back({opts_.id, HandlePromise(m)});
-  for (auto& [p, f] : calls) {
-    auto [s, r] = f.get();
-    if (s.ok()) out.push_back({p, std::move(r)});
+  std::vector<std::pair<uint32_t, Reply>> out;
+  {
+    std::unique_lock<std::mutex> lk(sh->mu);
+    sh->cv.wait(lk, [&] { return sh->ended == peers.size() || (enough && enough(sh->replies)); });
+    out = sh->replies;
+  }
+  std::lock_guard<std::mutex> g(*bg_mu);
+  bg->erase(std::remove_if(bg->begin(), bg->end(),
+                           [](std::future<void>& f) {
+                             return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+                           }),
+            bg->end());
+  for (auto& f : calls) {
+    if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) bg->push_back(std::move(f));
   }
   return out;
 }
 
-std::vector<std::pair<uint32_t, ControlReply>> Replica::ControlAll(const ControlMsg& m) {
-  std::vector<std::pair<uint32_t, ControlReply>> out;
-  std::vector<std::pair<uint32_t, std::future<std::pair<Status, ControlReply>>>> calls;
-  for (uint32_t p : peers()) {
-    calls.push_back({p, std::async(std::launch::async, [this, p, m] {
-                       ControlReply r;
-                       Status s = transport_->Control(p, m, &r, opts_.rpc_timeout);
-                       return std::make_pair(s, r);
-                     })});
-  }
-  out.push_back({opts_.id, HandleControl(m)});
-  for (auto& [p, f] : calls) {
-    auto [s, r] = f.get();
-    if (s.ok()) out.push_back({p, std::move(r)});
-  }
-  return out;
+}  // namespace
+
+std::vector<std::pair<uint32_t, PromiseReply>> Replica::PromiseAll(
+    const PromiseMsg& m, bool include_self,
+    const std::function<bool(const std::vector<std::pair<uint32_t, PromiseReply>>&)>& enough) {
+  std::vector<std::pair<uint32_t, PromiseReply>> initial;
+  if (include_self) initial.push_back({opts_.id, HandlePromise(m)});
+  Transport* tr = transport_;
+  auto timeout = opts_.rpc_timeout;
+  return FanOut<PromiseReply>(
+      peers(), std::move(initial),
+      [tr, m, timeout](uint32_t p, PromiseReply* r) { return tr->Promise(p, m, r, timeout).ok(); }, enough,
+      &bg_mu_, &bg_);
+}
+
+std::vector<std::pair<uint32_t, ControlReply>> Replica::ControlAll(
+    const ControlMsg& m, const std::function<bool(const std::vector<std::pair<uint32_t, ControlReply>>&)>& enough) {
+  std::vector<std::pair<uint32_t, ControlReply>> initial;
+  initial.push_back({opts_.id, HandleControl(m)});
+  Transport* tr = transport_;
+  auto timeout = opts_.rpc_timeout;
+  return FanOut<ControlReply>(
+      peers(), std::move(initial),
+      [tr, m, timeout](uint32_t p, ControlReply* r) { return tr->Control(p, m, r, timeout).ok(); }, enough,
+      &bg_mu_, &bg_);
 }
 
 PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
@@ -1045,16 +1128,23 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
     r.promised_epoch = acceptor_.promised();
     bool any_slot = false;
     for (uint32_t t = 0; t < opts_.streams; t++) any_slot = any_slot || acceptor_.next_slot(t) > 0;
-    r.virgin = r.promised_epoch == 0 && !any_slot && !control_.HasState();
+    r.virgin = !any_slot && !control_.HasAccepted();
     r.error = "catching up: not voting yet";
     return r;
   }
   r = acceptor_.Promise(m);
   r.from = opts_.id;
   r.decided = Latest();
+  ControlAcceptor::Vote vote = control_.Current();
+  r.ctl_instance = vote.instance;
+  r.ctl_promised = vote.promised;
+  r.ctl_accepted_ballot = vote.accepted_ballot;
+  r.ctl_accepted = vote.accepted;
   bool any_slot = false;
   for (const auto& s : r.streams) any_slot = any_slot || !s.slots.empty() || s.first_slot > 0;
-  r.virgin = r.promised_epoch == 0 && !any_slot && !control_.HasState();
+  // Nothing was ever decided or accepted here (promises of a first
+  // election in progress may exist: see "Members that lose their memory").
+  r.virgin = !any_slot && !control_.HasAccepted();
   if (m.peek) return r;
   if (r.ok && m.from != opts_.id) {
     // A candidate of a newer epoch: this member's own leadership (if any)
@@ -1158,7 +1248,15 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
   PromiseMsg pm;
   pm.from = opts_.id;
   pm.epoch = new_epoch;
-  auto replies = PromiseAll(pm, true);
+  const size_t maj = majority();
+  auto replies = PromiseAll(pm, true, [maj, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+    size_t ok = 0;
+    for (const auto& [id, r] : rs) {
+      if (r.ok && !r.amnesic) ok++;
+      if (!r.ok && !r.amnesic && r.promised_epoch > new_epoch) return true;
+    }
+    return ok >= maj;
+  });
   std::vector<const PromiseReply*> oks;
   DecidedPtr newest;
   for (auto& [id, r] : replies) {
@@ -1272,7 +1370,8 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
     ControlMsg q;
     q.kind = ControlMsg::Kind::kQuery;
     q.from = opts_.id;
-    for (auto& [id, r] : ControlAll(q)) LearnRecord(r.latest);
+    const size_t maj = majority();
+    for (auto& [id, r] : ControlAll(q, [maj](const auto& rs) { return rs.size() >= maj; })) LearnRecord(r.latest);
     latest = Latest();
   }
   if (latest && latest->record.epoch > expected_previous) {
@@ -1300,7 +1399,16 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
     uint64_t best_ballot = 0;
     DecidedPtr value = mine;
     uint64_t highest = 0;
-    for (auto& [id, r] : ControlAll(pm)) {
+    const size_t maj = majority();
+    auto settled = [maj, expected_previous](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
+      size_t ok = 0;
+      for (const auto& [id, r] : rs) {
+        if (r.ok) ok++;
+        if (r.latest && r.latest->record.epoch > expected_previous) return true;
+      }
+      return ok >= maj;
+    };
+    for (auto& [id, r] : ControlAll(pm, settled)) {
       if (r.latest && r.latest->record.epoch > expected_previous) {
         LearnRecord(r.latest);
         *current = r.latest;
@@ -1319,7 +1427,7 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
       am.kind = ControlMsg::Kind::kAccept;
       am.value = value;
       size_t acc = 0;
-      for (auto& [id, r] : ControlAll(am)) {
+      for (auto& [id, r] : ControlAll(am, settled)) {
         if (r.latest && r.latest->record.epoch > expected_previous) {
           LearnRecord(r.latest);
           *current = r.latest;
@@ -1342,7 +1450,7 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
   lm.from = opts_.id;
   lm.instance = expected_previous;
   lm.value = chosen;
-  ControlAll(lm);
+  ControlAll(lm, [](const auto&) { return true; });  // tell the others; do not wait
   *current = chosen;
   *decided = *chosen == record;
   return Status::OK();
@@ -1565,7 +1673,15 @@ bool Replica::Probe() {
   PromiseMsg pm;
   pm.from = opts_.id;
   pm.peek = true;
-  auto replies = PromiseAll(pm, false);
+  const size_t need_virgin = std::min<size_t>(peers().size(), majority());
+  auto replies = PromiseAll(pm, false, [need_virgin](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+    size_t v = 0;
+    for (const auto& [id, r] : rs) {
+      if (r.virgin) v++;
+      else if (!r.amnesic) return true;
+    }
+    return v >= need_virgin;
+  });
   size_t virgin = 0;
   bool others_know = false;
   for (auto& [id, r] : replies) {
@@ -1632,7 +1748,12 @@ Status Replica::TransferState() {
   PromiseMsg pm;
   pm.from = opts_.id;
   pm.peek = true;
-  auto replies = PromiseAll(pm, false);
+  const size_t need_ok = std::min(majority(), peers().size());
+  auto replies = PromiseAll(pm, false, [need_ok](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+    size_t ok = 0;
+    for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic;
+    return ok >= need_ok;
+  });
   std::vector<const PromiseReply*> oks;
   uint64_t max_promised = 0;
   DecidedPtr newest = snap.decided;
@@ -1724,8 +1845,19 @@ Status Replica::TransferState() {
     replay_g_ = {};
     replay_record_ = nullptr;
     acceptor_.Reset(adopted, max_promised);
-    control_.SetHorizon(max_promised);
     if (newest) control_.Learn(newest);
+    // The control stream's votes of the instance in progress, likewise.
+    ControlAcceptor::Vote vote;
+    vote.instance = newest ? newest->record.epoch : 0;
+    for (const PromiseReply* r : oks) {
+      if (r->ctl_instance != vote.instance) continue;
+      vote.promised = std::max(vote.promised, r->ctl_promised);
+      if (r->ctl_accepted && r->ctl_accepted_ballot > vote.accepted_ballot) {
+        vote.accepted_ballot = r->ctl_accepted_ballot;
+        vote.accepted = r->ctl_accepted;
+      }
+    }
+    control_.Adopt(vote);
     replay_paused_ = false;
   }
   {

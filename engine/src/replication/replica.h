@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -53,6 +54,7 @@ struct ReplicaOptions {
   std::chrono::milliseconds live_window{3000};   // a peer silent longer no longer holds back compaction
   uint64_t max_log_slots = 20000;  // per stream; a peer further behind catches up by state transfer
   uint64_t compact_every = 64;     // compact once this many slots can go
+  uint64_t min_retained = 4096;    // per stream: slots the leader keeps whatever the peers say
   std::string client_address;      // announced to followers (redirects)
   // Start-up probe: find out from the other members whether this member
   // restarted empty (then it catches up by state transfer before it votes).
@@ -129,7 +131,11 @@ class Replica final : public CommitHook, public ReplicaHandler {
   Role role() const { return role_.load(std::memory_order_acquire); }
   uint64_t epoch() const;
   std::string leader_client_address() const;
-  bool WatermarkCovers(uint64_t commit_ts) const;
+  // On the open leader: G covers (epoch, ts) of this epoch, or ts is of
+  // another member's clock (an older epoch, at or below G'). On a caught-up
+  // follower: always (it only holds what a leader's G covered). Otherwise
+  // (candidate, catching up): never, and AwaitWatermark fails.
+  bool WatermarkCovers(uint64_t ts) const;
   // True when covered now; otherwise `w` is completed later, exactly once,
   // from another thread.
   bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* w);
@@ -138,6 +144,10 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // this epoch installed so far is at or below it).
   uint64_t ReadFence() const { return clock_.ceiling(); }
   ReplicaStatus GetStatus() const;
+  // When this member last took an accept from an open leader (or started).
+  SteadyClock::time_point last_leader_contact() const {
+    return SteadyClock::time_point(SteadyClock::duration(last_contact_.load(std::memory_order_relaxed)));
+  }
 
   // Admin failover steps (docs/replication.md). Errors: kFailedPrecondition
   // (this member cannot do it now; the message says why), kAborted (a newer
@@ -209,12 +219,25 @@ class Replica final : public CommitHook, public ReplicaHandler {
   Status TransferState();
 
   // Fan-out of calls to every member (this one through its own handler).
-  std::vector<std::pair<uint32_t, PromiseReply>> PromiseAll(const PromiseMsg& m, bool include_self);
-  std::vector<std::pair<uint32_t, ControlReply>> ControlAll(const ControlMsg& m);
+  // Return once `enough` holds for the replies so far (null: wait for all).
+  std::vector<std::pair<uint32_t, PromiseReply>> PromiseAll(
+      const PromiseMsg& m, bool include_self,
+      const std::function<bool(const std::vector<std::pair<uint32_t, PromiseReply>>&)>& enough = nullptr);
+  std::vector<std::pair<uint32_t, ControlReply>> ControlAll(
+      const ControlMsg& m,
+      const std::function<bool(const std::vector<std::pair<uint32_t, ControlReply>>&)>& enough = nullptr);
+  std::mutex bg_mu_;
+  std::vector<std::future<void>> bg_;  // fan-out calls still running
+
+  // The ts floor: the clock's, tightened by what commits tell of the engine's
+  // clock base (a commit's ts >> 8 is at most the engine's ticks, plus one).
+  uint64_t Floor() const;
+  void ObserveTs(uint64_t ts);
 
   ReplicaOptions opts_;
   Transport* transport_;
   TsClock clock_;
+  std::atomic<uint64_t> base_upper_{UINT64_MAX};
   Database* db_ = nullptr;
   std::unique_ptr<Worker> replay_worker_;    // used under rmu_
   std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
@@ -278,6 +301,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::vector<std::unique_ptr<RStream>> rstreams_;
   std::unique_ptr<std::atomic<uint64_t>[]> replayed_next_;  // per stream, read lock-free by Accept replies
 
+  std::atomic<int64_t> last_contact_{SteadyClock::now().time_since_epoch().count()};
   std::atomic<bool> stop_{false};
   std::mutex catch_mu_;
   std::condition_variable catch_cv_;

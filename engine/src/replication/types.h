@@ -96,8 +96,13 @@ struct PromiseReply {
   std::vector<StreamSlots> streams;
   DecidedPtr decided;           // latest decided record this member knows
   bool amnesic = false;         // restarted empty and not yet caught up: no vote
-  bool virgin = false;          // has never promised, accepted or learned anything
+  bool virgin = false;          // has never accepted a value nor learned a decided record
   std::string error;
+  // Its vote on the control stream, in the instance following `decided`.
+  uint64_t ctl_instance = 0;
+  uint64_t ctl_promised = 0;
+  uint64_t ctl_accepted_ballot = 0;
+  DecidedPtr ctl_accepted;
 };
 
 // The control stream: a single-decree Paxos instance per previous epoch

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "paxos_replicator.h"
 #include "rolis/db.h"
 #include "server/config.h"
 #include "server/logging.h"
@@ -39,8 +40,9 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   spdlog::info("rolisd {} starting: {}", rolis::server::Version(), config.Summary());
-  rolis::server::RolisServer server(config,
-                                    [](const rolis::Options& o) { return rolis::Database::Open(o); });
+  rolis::server::RolisServer server(
+      config, [](const rolis::Options& o) { return rolis::Database::Open(o); },
+      [](const rolis::server::ServerConfig& c) { return rolis::replication::MakeReplicator(c); });
   rolis::Status s = server.Start();
   if (!s.ok()) {
     spdlog::error("startup failed: {}", s.message());
@@ -49,7 +51,7 @@ int main(int argc, char** argv) {
   }
   spdlog::info("serving: client {} (port {}), admin {} (port {}), metrics http {} (port {}), role {}, {} workers",
                config.listen, server.client_port(), config.admin_listen, server.admin_port(), config.metrics_listen,
-               server.metrics_port(), config.replicated() ? "follower (replication not in this build)" : "standalone",
+               server.metrics_port(), config.replicated() ? "replicated member" : "standalone",
                server.node()->workers());
 
   int sig = 0;

@@ -129,12 +129,23 @@ TEST(ControlAcceptor, DecidesOnePerInstanceAndFailsTheCompareAndSetOnceANewerRec
   EXPECT_EQ(r.accepted->record.epoch, 1u);
   ASSERT_TRUE(c.Learn(rec(1)));
   EXPECT_FALSE(c.Handle(p2, 1).ok);  // instance 0 is settled: a newer record is known
-  // A member that restarted empty votes only above its horizon.
+  // A member that restarted empty adopts a majority's votes: it cannot
+  // promise a lower ballot, nor lose a value accepted there.
   ControlAcceptor fresh;
   fresh.Learn(rec(3));
-  fresh.SetHorizon(3);
-  ControlMsg p3{ControlMsg::Kind::kPrepare, 2, 3, (1 << 8) | 2, nullptr, rec(3)};
-  EXPECT_FALSE(fresh.Handle(p3, 1).ok);
+  ControlAcceptor::Vote v;
+  v.instance = 3;
+  v.promised = (5 << 8) | 2;
+  v.accepted_ballot = (4 << 8) | 1;
+  v.accepted = rec(4);
+  fresh.Adopt(v);
+  ControlMsg p3{ControlMsg::Kind::kPrepare, 2, 3, (4 << 8) | 3, nullptr, rec(3)};
+  EXPECT_FALSE(fresh.Handle(p3, 1).ok);  // below the adopted promise
+  p3.ballot = (6 << 8) | 3;
+  ControlReply r3 = fresh.Handle(p3, 1);
+  ASSERT_TRUE(r3.ok);
+  ASSERT_TRUE(r3.accepted);
+  EXPECT_EQ(r3.accepted->record.epoch, 4u);
 }
 
 }  // namespace

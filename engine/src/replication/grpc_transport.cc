@@ -1,0 +1,406 @@
+#include "grpc_transport.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "wire.h"
+
+namespace rolis::replication {
+
+namespace {
+Status FromGrpc(const grpc::Status& s) {
+  if (s.ok()) return Status::OK();
+  return Status(StatusCode::kInternal, "unavailable: " + s.error_message());
+}
+std::chrono::system_clock::time_point Deadline(std::chrono::milliseconds t) {
+  return std::chrono::system_clock::now() + t;
+}
+}  // namespace
+
+// One (peer, stream) connection: a writer thread over a bounded queue, and a
+// reader thread for the replies while a call is up.
+class GrpcTransport::Sender {
+ public:
+  Sender(GrpcTransport* t, uint32_t peer, uint32_t stream) : t_(t), peer_(peer), stream_(stream) {}
+  ~Sender() { Stop(); }
+
+  void Start() { writer_ = std::thread([this] { Run(); }); }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+      if (ctx_) ctx_->TryCancel();
+    }
+    cv_.notify_all();
+    if (writer_.joinable()) writer_.join();
+  }
+  void Push(const AcceptMsg& m) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (q_.size() >= t_->o_.queue_limit) q_.pop_front();  // the leader resends what is lost
+      q_.push_back(m);
+    }
+    cv_.notify_one();
+  }
+  size_t Queued() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return q_.size();
+  }
+
+ private:
+  void Run() {
+    auto backoff = std::chrono::milliseconds(20);
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
+        if (stop_) return;
+      }
+      auto ctx = std::make_unique<grpc::ClientContext>();
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (stop_) return;
+        ctx_ = ctx.get();
+      }
+      std::unique_ptr<grpc::ClientReaderWriter<v1::AcceptRequest, v1::AcceptResponse>> rw =
+          t_->StubOf(peer_)->Replicate(ctx.get());
+      std::atomic<bool> reader_done{false};
+      std::atomic<bool> got_reply{false};
+      std::thread reader([&] {
+        v1::AcceptResponse resp;
+        while (rw->Read(&resp)) {
+          got_reply.store(true);
+          if (t_->Dropped(peer_)) continue;
+          if (ReplicaHandler* h = t_->handler()) h->OnAcceptReply(peer_, wire::FromWire(resp));
+        }
+        reader_done.store(true);
+        cv_.notify_all();
+      });
+      bool broken = false;
+      v1::AcceptRequest req;
+      while (!broken) {
+        std::deque<AcceptMsg> batch;
+        {
+          std::unique_lock<std::mutex> lk(mu_);
+          cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return stop_ || !q_.empty() || reader_done.load(); });
+          if (stop_ || reader_done.load()) break;
+          batch.swap(q_);
+        }
+        for (const AcceptMsg& m : batch) {
+          if (t_->Dropped(peer_)) continue;
+          int copies = 1;
+          if (uint32_t loss = t_->loss_ppm(), dup = t_->dup_ppm(); loss + dup > 0) {
+            if (rng_seed_ != t_->fault_seed()) {
+              rng_seed_ = t_->fault_seed();
+              rng_.seed(rng_seed_ * 1000003 + peer_ * 101 + stream_);
+            }
+            uint32_t draw = static_cast<uint32_t>(rng_() % 1000000);
+            if (draw < loss) copies = 0;
+            else if (draw < loss + dup) copies = 2;
+          }
+          req.Clear();
+          wire::ToWire(m, &req);
+          for (int i = 0; i < copies && !broken; i++) {
+            if (!rw->Write(req)) broken = true;
+          }
+          if (broken) break;
+        }
+      }
+      ctx->TryCancel();
+      reader.join();
+      (void)rw->Finish();
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        ctx_ = nullptr;
+        if (stop_) return;
+      }
+      // What was in flight on this call may be lost: the leader resends.
+      if (ReplicaHandler* h = t_->handler()) h->OnLinkReset(peer_, stream_);
+      backoff = got_reply.load() ? std::chrono::milliseconds(20) : std::min(backoff * 2, std::chrono::milliseconds(500));
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait_for(lk, backoff, [&] { return stop_; });
+      if (stop_) return;
+    }
+  }
+
+  GrpcTransport* t_;
+  uint32_t peer_, stream_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<AcceptMsg> q_;
+  uint64_t rng_seed_ = 0;
+  std::mt19937_64 rng_;
+  grpc::ClientContext* ctx_ = nullptr;
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+GrpcTransport::GrpcTransport(Options o) : o_(std::move(o)) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(o_.max_message_bytes);
+  args.SetMaxSendMessageSize(o_.max_message_bytes);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  for (const Peer& p : o_.peers) {
+    auto ch = grpc::CreateCustomChannel(p.address, grpc::InsecureChannelCredentials(), args);
+    stubs_[p.id] = v1::Replication::NewStub(ch);
+    channels_[p.id] = std::move(ch);
+    for (uint32_t t = 0; t < o_.streams; t++) senders_[{p.id, t}] = std::make_unique<Sender>(this, p.id, t);
+  }
+}
+
+GrpcTransport::~GrpcTransport() { Stop(); }
+
+void GrpcTransport::Start() {
+  if (started_) return;
+  started_ = true;
+  for (auto& [k, s] : senders_) s->Start();
+  if (!o_.drop_peers_file.empty()) drop_watcher_ = std::thread([this] { WatchDropFile(); });
+}
+
+void GrpcTransport::Stop() {
+  if (stop_.exchange(true)) return;
+  handler_.store(nullptr);
+  for (auto& [k, s] : senders_) s->Stop();
+  if (drop_watcher_.joinable()) drop_watcher_.join();
+}
+
+void GrpcTransport::WatchDropFile() {
+  while (!stop_.load()) {
+    uint64_t mask = 0;
+    std::ifstream f(o_.drop_peers_file);
+    if (f) {
+      std::stringstream ss;
+      ss << f.rdbuf();
+      std::string text = ss.str();
+      for (char& c : text) {
+        if (c == ',' || c == '\n' || c == ' ') c = ' ';
+      }
+      std::istringstream in(text);
+      std::string word;
+      uint32_t loss = 0, dup = 0;
+      uint64_t seed = 1;
+      while (in >> word) {
+        auto prob = [&](size_t at) { return static_cast<uint32_t>(std::stod(word.substr(at)) * 1e6); };
+        try {
+          if (word.rfind("loss=", 0) == 0) {
+            loss = prob(5);
+          } else if (word.rfind("dup=", 0) == 0) {
+            dup = prob(4);
+          } else if (word.rfind("seed=", 0) == 0) {
+            seed = std::stoull(word.substr(5));
+          } else {
+            uint32_t id = static_cast<uint32_t>(std::stoul(word));
+            if (id < 64) mask |= uint64_t{1} << id;
+          }
+        } catch (const std::exception&) {
+        }
+      }
+      loss_ppm_.store(loss, std::memory_order_relaxed);
+      dup_ppm_.store(dup, std::memory_order_relaxed);
+      fault_seed_.store(seed, std::memory_order_relaxed);
+    }
+    drop_mask_.store(mask, std::memory_order_relaxed);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+v1::Replication::Stub* GrpcTransport::StubOf(uint32_t peer) const {
+  auto it = stubs_.find(peer);
+  return it == stubs_.end() ? nullptr : it->second.get();
+}
+
+void GrpcTransport::SendAccept(uint32_t peer, const AcceptMsg& m) {
+  auto it = senders_.find({peer, m.stream});
+  if (it != senders_.end()) it->second->Push(m);
+}
+
+size_t GrpcTransport::Queued(uint32_t peer, uint32_t stream) const {
+  auto it = senders_.find({peer, stream});
+  return it == senders_.end() ? 0 : it->second->Queued();
+}
+
+Status GrpcTransport::Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) {
+  auto* stub = StubOf(peer);
+  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout));
+  v1::PromiseRequest req;
+  wire::ToWire(m, &req);
+  v1::PromiseResponse resp;
+  Status s = FromGrpc(stub->Promise(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  std::string err;
+  if (!wire::FromWire(resp, r, &err)) return Status::InvalidArgument(err);
+  r->from = peer;
+  return Status::OK();
+}
+
+Status GrpcTransport::Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) {
+  auto* stub = StubOf(peer);
+  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout));
+  v1::ControlRequest req;
+  wire::ToWire(m, &req);
+  v1::ControlResponse resp;
+  Status s = FromGrpc(stub->Control(&ctx, req, &resp));
+  if (!s.ok()) return s;
+  *r = wire::FromWire(resp);
+  r->from = peer;
+  return Status::OK();
+}
+
+Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r,
+                               std::chrono::milliseconds timeout) {
+  auto* stub = StubOf(peer);
+  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout));
+  v1::SnapshotRequest req;
+  req.set_member_id(m.from);
+  auto reader = stub->Snapshot(&ctx, req);
+  v1::SnapshotChunk c;
+  bool first = true, last = false;
+  while (reader->Read(&c)) {
+    if (first) {
+      first = false;
+      r->ok = c.ok();
+      r->error = c.error();
+      r->at = wire::FromWire(c.at());
+      r->decided = c.has_decided() ? wire::FromWire(c.decided()) : nullptr;
+      r->leader_epoch = c.leader_epoch();
+      r->next_slot.assign(c.next_slot().begin(), c.next_slot().end());
+      r->skip.assign(c.skip().begin(), c.skip().end());
+      r->stream_barrier.assign(c.stream_barrier().begin(), c.stream_barrier().end());
+      r->stream_key.clear();
+      for (const auto& k : c.stream_key()) r->stream_key.push_back(wire::FromWire(k));
+    }
+    for (const auto& w : c.writes()) r->writes.push_back(SnapshotWrite{w.table(), w.key(), w.value()});
+    if (c.last()) last = true;
+  }
+  Status s = FromGrpc(reader->Finish());
+  if (!s.ok()) return s;
+  if (r->ok && !last) return Status(StatusCode::kInternal, "unavailable: snapshot cut short");
+  if (r->ok && (r->next_slot.size() != o_.streams || r->skip.size() != o_.streams ||
+                r->stream_key.size() != o_.streams || r->stream_barrier.size() != o_.streams)) {
+    return Status::InvalidArgument("snapshot of another number of streams");
+  }
+  return Status::OK();
+}
+
+Status GrpcTransport::Hello(uint32_t peer, const v1::Member& self, v1::Member* out, std::chrono::milliseconds timeout) {
+  auto* stub = StubOf(peer);
+  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(Deadline(timeout));
+  v1::HelloRequest req;
+  *req.mutable_self() = self;
+  v1::HelloResponse resp;
+  Status s = FromGrpc(stub->Hello(&ctx, req, &resp));
+  if (s.ok()) *out = resp.self();
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+
+namespace {
+const grpc::Status kNotReady(grpc::StatusCode::UNAVAILABLE, "replication is not running");
+const grpc::Status kDropped(grpc::StatusCode::UNAVAILABLE, "dropped (test partition)");
+}  // namespace
+
+grpc::Status ReplicationService::Promise(grpc::ServerContext*, const v1::PromiseRequest* req,
+                                         v1::PromiseResponse* resp) {
+  ReplicaHandler* h = t_->handler();
+  if (!h) return kNotReady;
+  if (t_->Dropped(req->candidate_id())) return kDropped;
+  PromiseReply r = h->HandlePromise(wire::FromWire(*req, 0));
+  wire::ToWire(r, resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ReplicationService::Replicate(grpc::ServerContext* ctx,
+                                           grpc::ServerReaderWriter<v1::AcceptResponse, v1::AcceptRequest>* stream) {
+  v1::AcceptRequest req;
+  v1::AcceptResponse resp;
+  while (stream->Read(&req)) {
+    ReplicaHandler* h = t_->handler();
+    if (!h) return kNotReady;
+    if (t_->Dropped(req.from())) continue;  // as if lost on the way
+    AcceptMsg m;
+    std::string err;
+    AcceptReply r;
+    if (!wire::FromWire(req, &m, &err)) {
+      r.from = t_->self();
+      r.stream = req.stream();
+      r.slot_index = req.slot().index();
+      r.error = err;
+    } else {
+      r = h->HandleAccept(m);
+    }
+    resp.Clear();
+    wire::ToWire(r, &resp);
+    if (!stream->Write(resp)) break;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ReplicationService::Snapshot(grpc::ServerContext*, const v1::SnapshotRequest* req,
+                                          grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+  ReplicaHandler* h = t_->handler();
+  if (!h) return kNotReady;
+  if (t_->Dropped(req->member_id())) return kDropped;
+  SnapshotMsg m;
+  m.from = req->member_id();
+  SnapshotReply r = h->HandleSnapshot(m);
+  v1::SnapshotChunk c;
+  c.set_ok(r.ok);
+  c.set_error(r.error);
+  wire::ToWire(r.at, c.mutable_at());
+  if (r.decided) wire::ToWire(*r.decided, c.mutable_decided());
+  c.set_leader_epoch(r.leader_epoch);
+  for (uint64_t v : r.next_slot) c.add_next_slot(v);
+  for (uint64_t v : r.skip) c.add_skip(v);
+  for (uint64_t v : r.stream_barrier) c.add_stream_barrier(v);
+  for (LogKey k : r.stream_key) wire::ToWire(k, c.add_stream_key());
+  size_t bytes = 0;
+  for (const SnapshotWrite& w : r.writes) {
+    auto* lw = c.add_writes();
+    lw->set_table(w.table);
+    lw->set_key(w.key);
+    lw->set_value(w.value);
+    bytes += w.key.size() + w.value.size() + 16;
+    if (bytes > (1 << 20)) {
+      if (!writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "snapshot reader went away");
+      c.Clear();
+      bytes = 0;
+    }
+  }
+  c.set_last(true);
+  writer->Write(c);
+  return grpc::Status::OK;
+}
+
+grpc::Status ReplicationService::Control(grpc::ServerContext*, const v1::ControlRequest* req,
+                                         v1::ControlResponse* resp) {
+  ReplicaHandler* h = t_->handler();
+  if (!h) return kNotReady;
+  if (t_->Dropped(req->from())) return kDropped;
+  ControlMsg m;
+  std::string err;
+  if (!wire::FromWire(*req, &m, &err)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, err);
+  wire::ToWire(h->HandleControl(m), resp);
+  return grpc::Status::OK;
+}
+
+grpc::Status ReplicationService::Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) {
+  if (t_->Dropped(req->self().id())) return kDropped;
+  *resp->mutable_self() = hello_(req->self());
+  return grpc::Status::OK;
+}
+
+}  // namespace rolis::replication

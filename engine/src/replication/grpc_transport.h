@@ -1,0 +1,112 @@
+// The replication transport of rolisd over gRPC: per peer one channel, per
+// (peer, worker stream) one long-lived bidirectional Replicate call written
+// by its own thread from a bounded queue (the leader's window keeps it
+// short; beyond queue_limit the oldest accepts are dropped and resent by the
+// leader), unary calls for Promise, Control and Hello, a server-streaming
+// call for Snapshot. ReplicationService is the receiving side.
+//
+// For tests only, a file named by Options::drop_peers_file may list member
+// ids ("2,3"): traffic to and from them is dropped in both directions (a
+// partition of this member); and "loss=P dup=P seed=N": each accept this
+// member sends is lost with probability P, or written twice. Re-read every
+// 50 ms.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rolis/v1/replication.grpc.pb.h"
+#include "transport.h"
+
+namespace rolis::replication {
+
+class GrpcTransport final : public Transport {
+ public:
+  struct Peer {
+    uint32_t id = 0;
+    std::string address;  // replication address host:port
+  };
+  struct Options {
+    uint32_t self = 0;
+    std::vector<Peer> peers;  // without this member
+    uint32_t streams = 1;
+    size_t queue_limit = 4096;
+    int max_message_bytes = 512 << 20;
+    std::string drop_peers_file;
+  };
+  explicit GrpcTransport(Options o);
+  ~GrpcTransport() override;
+
+  void Bind(ReplicaHandler* local) override { handler_.store(local); }
+  void Start() override;
+  void Stop() override;
+  void SendAccept(uint32_t peer, const AcceptMsg& m) override;
+  size_t Queued(uint32_t peer, uint32_t stream) const override;
+  Status Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) override;
+  Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) override;
+  Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds timeout) override;
+  Status Hello(uint32_t peer, const v1::Member& self, v1::Member* out, std::chrono::milliseconds timeout);
+
+  // The test knob: true when traffic with `peer` is dropped.
+  bool Dropped(uint32_t peer) const {
+    return peer < 64 && (drop_mask_.load(std::memory_order_relaxed) >> peer) & 1;
+  }
+  ReplicaHandler* handler() const { return handler_.load(); }
+  uint32_t self() const { return o_.self; }
+  uint32_t streams() const { return o_.streams; }
+
+ private:
+  class Sender;
+  v1::Replication::Stub* StubOf(uint32_t peer) const;
+  void WatchDropFile();
+
+  Options o_;
+  std::atomic<ReplicaHandler*> handler_{nullptr};
+  std::map<uint32_t, std::shared_ptr<grpc::Channel>> channels_;
+  std::map<uint32_t, std::unique_ptr<v1::Replication::Stub>> stubs_;
+  std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<Sender>> senders_;
+  std::atomic<uint64_t> drop_mask_{0};
+  std::atomic<uint32_t> loss_ppm_{0}, dup_ppm_{0};  // test faults, parts per million
+  std::atomic<uint64_t> fault_seed_{1};
+ public:
+  // Test faults for one accept (called by the stream senders).
+  uint32_t loss_ppm() const { return loss_ppm_.load(std::memory_order_relaxed); }
+  uint32_t dup_ppm() const { return dup_ppm_.load(std::memory_order_relaxed); }
+  uint64_t fault_seed() const { return fault_seed_.load(std::memory_order_relaxed); }
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread drop_watcher_;
+  bool started_ = false;
+};
+
+// The Replication service (receiving side) over a ReplicaHandler.
+class ReplicationService final : public v1::Replication::Service {
+ public:
+  // `hello` answers Hello and learns the caller's addresses.
+  ReplicationService(GrpcTransport* transport, std::function<v1::Member(const v1::Member& caller)> hello)
+      : t_(transport), hello_(std::move(hello)) {}
+
+  grpc::Status Promise(grpc::ServerContext*, const v1::PromiseRequest* req, v1::PromiseResponse* resp) override;
+  grpc::Status Replicate(grpc::ServerContext*,
+                         grpc::ServerReaderWriter<v1::AcceptResponse, v1::AcceptRequest>* stream) override;
+  grpc::Status Snapshot(grpc::ServerContext*, const v1::SnapshotRequest* req,
+                        grpc::ServerWriter<v1::SnapshotChunk>* writer) override;
+  grpc::Status Control(grpc::ServerContext*, const v1::ControlRequest* req, v1::ControlResponse* resp) override;
+  grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
+
+ private:
+  GrpcTransport* t_;
+  std::function<v1::Member(const v1::Member&)> hello_;
+};
+
+}  // namespace rolis::replication

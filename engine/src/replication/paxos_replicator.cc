@@ -1,0 +1,367 @@
+#include "paxos_replicator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "wire.h"
+
+namespace rolis::replication {
+
+namespace {
+
+grpc::Status ToGrpc(const Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  const std::string& m = s.message();
+  switch (s.code()) {
+    case StatusCode::kFailedPrecondition: return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, m);
+    case StatusCode::kAborted: return grpc::Status(grpc::StatusCode::ABORTED, m);
+    case StatusCode::kInvalidArgument: return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, m);
+    default:
+      if (m.rfind("unavailable", 0) == 0) return grpc::Status(grpc::StatusCode::UNAVAILABLE, m);
+      return grpc::Status(grpc::StatusCode::INTERNAL, m);
+  }
+}
+
+std::string HostOf(const std::string& hostport) {
+  auto p = hostport.rfind(':');
+  return p == std::string::npos ? hostport : hostport.substr(0, p);
+}
+std::string PortOf(const std::string& hostport) {
+  auto p = hostport.rfind(':');
+  return p == std::string::npos ? "" : hostport.substr(p + 1);
+}
+// An address others can use: a wildcard listen host is replaced by the host
+// of this member's replication address.
+std::string Advertised(const std::string& listen, const std::string& repl_address) {
+  std::string host = HostOf(listen);
+  if (host.empty() || host == "0.0.0.0" || host == "[::]" || host == "::") {
+    return HostOf(repl_address) + ":" + PortOf(listen);
+  }
+  return listen;
+}
+
+// Completes the server's waiter from the replica's.
+class WaiterAdapter final : public WatermarkWaiter {
+ public:
+  explicit WaiterAdapter(server::WatermarkWaiter* w) : w_(w) {}
+  void Done(bool ok, const std::string& why) override {
+    w_->OnWatermark(ok ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+    delete this;
+  }
+
+ private:
+  server::WatermarkWaiter* w_;
+};
+
+Decided FromProto(const v1::EpochRecord& r) {
+  DecidedPtr d = wire::FromWire(r);
+  return d ? *d : Decided{};
+}
+
+}  // namespace
+
+std::unique_ptr<server::Replicator> MakeReplicator(const server::ServerConfig& config) {
+  PaxosReplicatorOptions o;
+  o.config = config;
+  o.batch_size = config.batch_size;
+  o.batch_timeout = config.batch_timeout;
+  o.max_inflight_batches = config.max_inflight_batches;
+  o.drop_peers_file = config.test_drop_peers_file;
+  o.election_timeout = config.election_timeout;
+  return std::make_unique<PaxosReplicator>(std::move(o));
+}
+
+PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
+  // Before the engine opens: the base of the ts ceiling (see TsClock).
+  nanos_before_open_ = MonotonicNanos();
+  const server::ServerConfig& c = o_.config;
+  GrpcTransport::Options to;
+  to.self = c.id;
+  to.streams = std::max(1u, c.worker_threads);
+  to.drop_peers_file = o_.drop_peers_file;
+  ReplicaOptions ro;
+  ro.id = c.id;
+  ro.streams = to.streams;
+  ro.batch_size = std::max(1u, o_.batch_size);
+  ro.batch_timeout = o_.batch_timeout;
+  ro.max_inflight = std::max(2u, o_.max_inflight_batches);
+  ro.peer_window = ro.max_inflight;
+  ro.client_address = c.ClientAddress();
+  for (const server::Peer& p : c.peers) {
+    ro.members.push_back(p.id);
+    if (p.id == c.id) {
+      repl_address_ = p.address;
+    } else {
+      to.peers.push_back({p.id, p.address});
+    }
+  }
+  transport_ = std::make_unique<GrpcTransport>(to);
+  TsClock clock;
+  const uint64_t before = nanos_before_open_;
+  auto* after = &nanos_after_open_;
+  clock.floor = [after] {
+    uint64_t a = after->load(std::memory_order_acquire);
+    uint64_t now = MonotonicNanos();
+    return a != UINT64_MAX && now > a ? (now - a) << 8 : 0;
+  };
+  clock.ceiling = [before] { return ((MonotonicNanos() - before + 2) << 8) | 0xFF; };
+  replica_ = std::make_unique<Replica>(ro, transport_.get(), clock);
+  service_ = std::make_unique<ReplicationService>(transport_.get(), [this](const v1::Member& m) { return OnHello(m); });
+}
+
+PaxosReplicator::~PaxosReplicator() { Stop(); }
+
+void PaxosReplicator::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
+  // After the engine opened: the base of the ts floor. The engine's clock
+  // base lies between the two readings; the floor is refined by every batch
+  // the leader closes (Replica::OnCommit).
+  uint64_t after = MonotonicNanos();
+  nanos_after_open_.store(after, std::memory_order_release);
+  spdlog::info("replication: the engine's clock base is known within {} us", (after - nanos_before_open_) / 1000);
+  replica_->Attach(db, std::move(worker_mutexes));
+}
+
+void PaxosReplicator::Start() {
+  if (started_) return;
+  started_ = true;
+  grpc::ServerBuilder b;
+  int port = 0;
+  // Listen on every interface at the port of this member's --peers entry.
+  b.AddListeningPort("0.0.0.0:" + PortOf(repl_address_), grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(service_.get());
+  b.SetMaxReceiveMessageSize(512 << 20);
+  b.SetMaxSendMessageSize(512 << 20);
+  // Peers ping every 2 s to find dead connections (a paused or vanished
+  // member): allow it, even between calls.
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  server_ = b.BuildAndStart();
+  if (!server_ || port == 0) {
+    spdlog::error("replication: cannot listen on port {} (this member's --peers address {})", PortOf(repl_address_),
+                  repl_address_);
+  } else {
+    spdlog::info("replication: member {} of {} listening on {} ({} streams, batch {} / {} us)", o_.config.id,
+                 o_.config.peers.size(), repl_address_, replica_->options().streams, replica_->options().batch_size,
+                 replica_->options().batch_timeout.count());
+  }
+  replica_->Start();
+  hello_thread_ = std::thread([this] { HelloLoop(); });
+  if (o_.config.election == server::Election::kBuiltin) {
+    election_thread_ = std::thread([this] { ElectionLoop(); });
+  }
+}
+
+void PaxosReplicator::Stop() {
+  if (stop_.exchange(true)) return;
+  stop_cv_.notify_all();
+  if (election_thread_.joinable()) election_thread_.join();
+  if (hello_thread_.joinable()) hello_thread_.join();
+  replica_->Stop();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  transport_->Stop();
+}
+
+server::Role PaxosReplicator::role() const {
+  switch (replica_->role()) {
+    case Role::kLeader: return server::Role::kLeader;
+    case Role::kFollower: return server::Role::kFollower;
+    case Role::kCandidate: return server::Role::kCandidate;
+    case Role::kCatchingUp: return server::Role::kCatchingUp;
+  }
+  return server::Role::kFollower;
+}
+
+bool PaxosReplicator::AwaitWatermark(uint64_t commit_ts, server::WatermarkWaiter* waiter) {
+  auto* a = new WaiterAdapter(waiter);
+  if (replica_->AwaitWatermark(commit_ts, a)) {
+    delete a;
+    return true;
+  }
+  return false;
+}
+
+uint64_t PaxosReplicator::watermark_ts() const { return replica_->GetStatus().watermark.ts; }
+
+std::vector<uint64_t> PaxosReplicator::stream_committed_ts() const {
+  ReplicaStatus st = replica_->GetStatus();
+  std::vector<uint64_t> out;
+  for (const auto& s : st.streams) out.push_back(s.committed_key.ts);
+  return out;
+}
+
+v1::Member PaxosReplicator::Self() const {
+  v1::Member m;
+  m.set_id(o_.config.id);
+  m.set_address(repl_address_);
+  m.set_admin_address(Advertised(o_.config.admin_listen, repl_address_));
+  m.set_client_address(Advertised(o_.config.ClientAddress(), repl_address_));
+  return m;
+}
+
+v1::Member PaxosReplicator::OnHello(const v1::Member& caller) {
+  std::lock_guard<std::mutex> g(members_mu_);
+  for (const server::Peer& p : o_.config.peers) {
+    if (p.id == caller.id() && p.id != o_.config.id) members_[p.id] = caller;
+  }
+  return Self();
+}
+
+void PaxosReplicator::HelloLoop() {
+  // Learn where every member's admin and client APIs are (status and
+  // failover given one admin endpoint reach the others through them).
+  while (!stop_.load()) {
+    bool all = true;
+    for (const server::Peer& p : o_.config.peers) {
+      if (p.id == o_.config.id) continue;
+      v1::Member m;
+      if (transport_->Hello(p.id, Self(), &m, std::chrono::milliseconds(500)).ok() && m.id() == p.id) {
+        std::lock_guard<std::mutex> g(members_mu_);
+        members_[p.id] = m;
+      } else {
+        all = false;
+      }
+    }
+    std::unique_lock<std::mutex> lk(stop_mu_);
+    stop_cv_.wait_for(lk, all ? std::chrono::seconds(10) : std::chrono::milliseconds(300), [&] { return stop_.load(); });
+  }
+}
+
+void PaxosReplicator::FillStatus(v1::StatusResponse* out) const {
+  ReplicaStatus st = replica_->GetStatus();
+  out->set_id(st.id);
+  out->set_role(server::RoleProto(role()));
+  out->set_epoch(st.epoch);
+  out->set_promised_epoch(st.promised_epoch);
+  wire::ToWire(st.watermark, out->mutable_watermark());
+  wire::ToWire(st.replayed, out->mutable_replayed());
+  for (size_t t = 0; t < st.streams.size(); t++) {
+    const StreamStatus& s = st.streams[t];
+    auto* w = out->add_streams();
+    w->set_stream(static_cast<uint32_t>(t));
+    w->set_first_slot(s.first_slot);
+    w->set_next_slot(s.next_slot);
+    w->set_committed_slot(s.committed_slot);
+    wire::ToWire(s.committed_key, w->mutable_committed_key());
+    wire::ToWire(s.replayed_key, w->mutable_replayed_key());
+  }
+  out->set_leader_id(st.leader_id);
+  out->set_leader_address(st.leader_address);
+  if (st.decided) wire::ToWire(*st.decided, out->mutable_decided());
+  std::lock_guard<std::mutex> g(members_mu_);
+  for (const server::Peer& p : o_.config.peers) {
+    v1::Member m;
+    if (p.id == o_.config.id) {
+      m = Self();
+    } else if (auto it = members_.find(p.id); it != members_.end()) {
+      m = it->second;
+    } else {
+      m.set_id(p.id);
+    }
+    m.set_address(p.address);
+    *out->add_members() = m;
+  }
+}
+
+grpc::Status PaxosReplicator::PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) {
+  PrepareResult r;
+  Status s = replica_->PrepareFailover(req.new_epoch(), FromProto(req.last_decided()), &r);
+  if (!s.ok()) return ToGrpc(s);
+  wire::ToWire(r.proposed, resp->mutable_proposed());
+  for (uint32_t id : r.promised_by) resp->add_promised_by(id);
+  return grpc::Status::OK;
+}
+
+grpc::Status PaxosReplicator::DecideEpoch(const v1::DecideEpochRequest& req, v1::DecideEpochResponse* resp) {
+  bool decided = false;
+  DecidedPtr current;
+  Status s = replica_->DecideEpoch(FromProto(req.record()), req.expected_previous_epoch(), &decided, &current);
+  if (!s.ok()) return ToGrpc(s);
+  resp->set_decided(decided);
+  if (current) wire::ToWire(*current, resp->mutable_current());
+  return grpc::Status::OK;
+}
+
+grpc::Status PaxosReplicator::OpenEpoch(const v1::OpenEpochRequest& req, v1::OpenEpochResponse* resp) {
+  LogKey g;
+  Status s = replica_->OpenEpoch(FromProto(req.record()), &g);
+  if (!s.ok()) return ToGrpc(s);
+  wire::ToWire(g, resp->mutable_watermark());
+  return grpc::Status::OK;
+}
+
+grpc::Status PaxosReplicator::AnnounceLeader(const v1::AnnounceLeaderRequest& req, v1::AnnounceLeaderResponse*) {
+  return ToGrpc(replica_->AnnounceLeader(FromProto(req.record()), req.leader_client_address()));
+}
+
+grpc::Status PaxosReplicator::ChangeMembership(const v1::ChangeMembershipRequest&, v1::ChangeMembershipResponse*) {
+  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                      "membership changes are not implemented yet: restart the members with the new --peers");
+}
+
+// ---------------------------------------------------------------------------
+// Built-in election (--election=builtin): without the operator or rolisctl,
+// a member that has heard nothing from an open leader for the election
+// timeout (plus a random part, so that members rarely start together) runs
+// the failover itself: the same PrepareFailover / DecideEpoch / OpenEpoch.
+
+void PaxosReplicator::ElectionLoop() {
+  std::mt19937_64 rng(o_.config.id * 1000003ull ^ MonotonicNanos());
+  auto timeout = [&] {
+    auto base = o_.election_timeout;
+    return base + std::chrono::milliseconds(rng() % (base.count() + 1));
+  };
+  auto deadline = SteadyClock::now() + timeout();
+  while (!stop_.load()) {
+    {
+      std::unique_lock<std::mutex> lk(stop_mu_);
+      stop_cv_.wait_for(lk, std::chrono::milliseconds(50), [&] { return stop_.load(); });
+    }
+    if (stop_.load()) return;
+    Role r = replica_->role();
+    auto last = replica_->last_leader_contact();
+    if (r == Role::kLeader || r == Role::kCatchingUp) {
+      deadline = SteadyClock::now() + timeout();
+      continue;
+    }
+    if (last + o_.election_timeout > SteadyClock::now()) {
+      deadline = std::max(deadline, last + timeout());
+      continue;
+    }
+    if (SteadyClock::now() < deadline) continue;
+    grpc::Status s = RunElection();
+    if (s.ok()) {
+      spdlog::info("election: this member leads epoch {}", replica_->epoch());
+    } else {
+      spdlog::info("election: {} ({})", s.error_message(), static_cast<int>(s.error_code()));
+    }
+    deadline = SteadyClock::now() + timeout();
+  }
+}
+
+grpc::Status PaxosReplicator::RunElection() {
+  ReplicaStatus st = replica_->GetStatus();
+  Decided last = st.decided ? *st.decided : Decided{};
+  uint64_t e = std::max({st.promised_epoch, st.epoch, last.record.epoch}) + 1;
+  v1::PrepareFailoverRequest pr;
+  pr.set_new_epoch(e);
+  wire::ToWire(last, pr.mutable_last_decided());
+  if (!st.decided) pr.clear_last_decided();
+  v1::PrepareFailoverResponse presp;
+  grpc::Status s = PrepareFailover(pr, &presp);
+  if (!s.ok()) return s;
+  v1::DecideEpochRequest dr;
+  *dr.mutable_record() = presp.proposed();
+  dr.set_expected_previous_epoch(last.record.epoch);
+  v1::DecideEpochResponse dresp;
+  s = DecideEpoch(dr, &dresp);
+  if (!s.ok()) return s;
+  if (!dresp.decided()) return grpc::Status(grpc::StatusCode::ABORTED, "another record was decided first");
+  v1::OpenEpochRequest orq;
+  *orq.mutable_record() = presp.proposed();
+  v1::OpenEpochResponse oresp;
+  return OpenEpoch(orq, &oresp);
+}
+
+}  // namespace rolis::replication

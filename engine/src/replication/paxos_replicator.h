@@ -1,0 +1,92 @@
+// The replicated member of rolisd: server::Replicator over a Replica, the
+// gRPC transport and the Replication service on this member's replication
+// address (--peers entry of --id). rolisd's main constructs it when --peers
+// is given (see MakeReplicator).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "grpc_transport.h"
+#include "replica.h"
+#include "server/config.h"
+#include "server/replicator.h"
+
+namespace rolis::replication {
+
+struct PaxosReplicatorOptions {
+  server::ServerConfig config;
+  uint32_t batch_size = 50;
+  std::chrono::microseconds batch_timeout{1000};
+  uint32_t max_inflight_batches = 64;
+  std::string drop_peers_file;  // tests only (GrpcTransport::Options)
+  // Built-in election (--election=builtin): a member that hears nothing from
+  // an open leader for this long runs the failover itself.
+  std::chrono::milliseconds election_timeout{1500};
+};
+
+class PaxosReplicator final : public server::Replicator {
+ public:
+  explicit PaxosReplicator(PaxosReplicatorOptions o);
+  ~PaxosReplicator() override;
+
+  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override {
+    replica_->OnCommit(worker, commit_ts, writes);
+  }
+  void RegisterStream(WorkerId worker, uint32_t stream) override { replica_->RegisterStream(worker, stream); }
+  void Attach(Database* db, std::vector<std::mutex*> worker_mutexes) override;
+  void Start() override;
+  void Stop() override;
+
+  server::Role role() const override;
+  uint64_t epoch() const override { return replica_->epoch(); }
+  std::string leader_client_address() const override { return replica_->leader_client_address(); }
+  bool WatermarkCovers(uint64_t commit_ts) const override { return replica_->WatermarkCovers(commit_ts); }
+  bool AwaitWatermark(uint64_t commit_ts, server::WatermarkWaiter* waiter) override;
+  uint64_t ReadFence() const override { return replica_->ReadFence(); }
+  uint64_t watermark_ts() const override;
+  std::vector<uint64_t> stream_committed_ts() const override;
+
+  void FillStatus(v1::StatusResponse* out) const override;
+  grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) override;
+  grpc::Status DecideEpoch(const v1::DecideEpochRequest& req, v1::DecideEpochResponse* resp) override;
+  grpc::Status OpenEpoch(const v1::OpenEpochRequest& req, v1::OpenEpochResponse* resp) override;
+  grpc::Status AnnounceLeader(const v1::AnnounceLeaderRequest& req, v1::AnnounceLeaderResponse* resp) override;
+  grpc::Status ChangeMembership(const v1::ChangeMembershipRequest& req, v1::ChangeMembershipResponse* resp) override;
+
+  Replica* replica() { return replica_.get(); }
+
+ private:
+  v1::Member Self() const;
+  v1::Member OnHello(const v1::Member& caller);
+  void HelloLoop();
+  void ElectionLoop();
+  grpc::Status RunElection();
+
+  PaxosReplicatorOptions o_;
+  std::string repl_address_;
+  uint64_t nanos_before_open_ = 0;
+  std::atomic<uint64_t> nanos_after_open_{UINT64_MAX};
+  std::unique_ptr<GrpcTransport> transport_;
+  std::unique_ptr<Replica> replica_;
+  std::unique_ptr<ReplicationService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  mutable std::mutex members_mu_;
+  std::map<uint32_t, v1::Member> members_;  // learned by Hello
+  std::atomic<bool> stop_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  std::thread hello_thread_, election_thread_;
+  bool started_ = false;
+};
+
+// What rolisd's main hands to RolisServer: a PaxosReplicator when peers are
+// configured.
+std::unique_ptr<server::Replicator> MakeReplicator(const server::ServerConfig& config);
+
+}  // namespace rolis::replication
