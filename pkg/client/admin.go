@@ -8,6 +8,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"time"
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 )
@@ -110,6 +111,11 @@ func (a *Admin) ChangeMembership(ctx context.Context, addr string, members []*ro
 	return r, wrapErr("ChangeMembership", err, nil)
 }
 
+// MemberCallTimeout bounds each per-member call of ClusterStatus and of the
+// announcements of Failover (within the caller's deadline), so that a member
+// that does not answer (paused, partitioned) only costs this much.
+var MemberCallTimeout = 3 * time.Second
+
 // MemberStatus is one member as seen by ClusterStatus.
 type MemberStatus struct {
 	ID                 uint32
@@ -146,7 +152,11 @@ func (a *Admin) ClusterStatus(ctx context.Context) ([]MemberStatus, error) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st, err := a.Status(ctx, addr)
+				// A member that is paused (or whose host vanished) never
+				// answers: do not let it hold up the others.
+				mctx, cancel := context.WithTimeout(ctx, MemberCallTimeout)
+				defer cancel()
+				st, err := a.Status(mctx, addr)
 				out[i] = answer{addr, st, err}
 			}()
 		}

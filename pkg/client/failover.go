@@ -130,7 +130,10 @@ func (a *Admin) Failover(ctx context.Context, opts FailoverOptions) (*FailoverRe
 		if m.AdminAddress == "" || (!m.Reachable() && m.ID == 0) {
 			continue
 		}
-		if err := a.AnnounceLeader(ctx, m.AdminAddress, rec, res.LeaderAddress); err != nil {
+		actx, cancel := context.WithTimeout(ctx, MemberCallTimeout)
+		err := a.AnnounceLeader(actx, m.AdminAddress, rec, res.LeaderAddress)
+		cancel()
+		if err != nil {
 			res.AnnounceErrors[m.ID] = err
 			step("announce: member %d (%s): %v", m.ID, m.AdminAddress, err)
 			continue
