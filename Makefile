@@ -27,7 +27,7 @@ build: engine manifests operator go-build
 engine-test: engine
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 600 -j2
 
-test: engine-test operator-test go-test
+test: engine-test operator-test go-test replication-test
 
 # The main job: build everything and run it.
 main: build
@@ -83,6 +83,22 @@ server-test: engine go-build
 	ROLISD_BIN=$(BIN_DIR)/rolisd nice go test -count=1 -timeout 20m ./test/server/...
 
 go-test: go-unit-test server-test
+
+# --- replication (engine/src/replication, test/replication; docs/replication.md) ---
+.PHONY: replication-test soak
+SOAK_RUNS ?= 50
+
+# Replicated clusters of real rolisd processes (3 and 5 members) on loopback
+# under kill -9, SIGSTOP, partitions and transport faults.
+replication-test: engine go-build
+	ROLISD_BIN=$(BIN_DIR)/rolisd nice go test -count=1 -timeout 30m ./test/replication/...
+
+# Seeded fault runs: 200 in process (fault-injecting transport) and
+# $(SOAK_RUNS) with real processes; each prints how many passed.
+soak: engine go-build
+	ROLIS_SOAK_RUNS=200 $(BUILD_DIR)/tests/replication/replication_fault_soak_test 2>/dev/null | grep -E '^fault soak:|FAILED|Failure'
+	ROLISD_BIN=$(BIN_DIR)/rolisd ROLIS_SOAK_RUNS=$(SOAK_RUNS) nice go test -count=1 -timeout 180m -run 'TestSoak$$' \
+	  -v ./test/replication/ | grep -E '^soak:|^(ok|FAIL)|--- FAIL'
 
 clean:
 	rm -rf build bin

@@ -3,6 +3,7 @@ module github.com/rolisdb/rolis
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cert-manager/cert-manager v1.21.2
 	github.com/onsi/ginkgo/v2 v2.34.0
 	github.com/onsi/gomega v1.44.0

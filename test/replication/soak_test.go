@@ -1,0 +1,96 @@
+package replication_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSoak runs ROLIS_SOAK_RUNS seeded fault runs (skipped when unset;
+// `make soak` runs 50) and prints how many passed. Each run starts a fresh
+// 3-member cluster, runs the workloads, injects one fault chosen by the seed
+// (kill -9 of the leader, SIGSTOP of the leader, partition of the leader,
+// restart of a follower empty, loss and duplication of accepts), fails over
+// when the leader is gone, and checks the invariants of the package.
+// ROLIS_SOAK_SEED sets the first seed.
+func TestSoak(t *testing.T) {
+	runs, _ := strconv.Atoi(os.Getenv("ROLIS_SOAK_RUNS"))
+	if runs <= 0 {
+		t.Skip("set ROLIS_SOAK_RUNS (make soak)")
+	}
+	first := uint64(1)
+	if s, err := strconv.ParseUint(os.Getenv("ROLIS_SOAK_SEED"), 10, 64); err == nil {
+		first = s
+	}
+	passed := 0
+	for i := 0; i < runs; i++ {
+		seed := first + uint64(i)
+		ok := t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { soakRun(t, seed) })
+		if ok {
+			passed++
+		}
+		fmt.Printf("soak: seed %d %s (%d of %d passed so far)\n", seed, map[bool]string{true: "passed", false: "FAILED"}[ok],
+			passed, i+1)
+	}
+	fmt.Printf("soak: %d of %d seeded fault runs passed\n", passed, runs)
+}
+
+var soakFaults = []string{"kill-leader", "pause-leader", "partition-leader", "restart-follower", "loss-dup-kill-leader"}
+
+func soakRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	fault := soakFaults[rng.IntN(len(soakFaults))]
+	batch := []int{1, 10, 50, 200}[rng.IntN(4)]
+	t.Logf("seed %d: fault %s, batch size %d", seed, fault, batch)
+	cl := startCluster(t, clusterOptions{args: []string{fmt.Sprintf("--batch-size=%d", batch)}})
+	leader, _ := cl.failover(uint32(1 + rng.IntN(3)))
+	w := newWorkload(t, cl.clientAddrs())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w.setup(ctx)
+	w.start(2+rng.IntN(3), 1, 1+rng.IntN(2), seed*1000)
+	time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
+	next := leader
+	switch fault {
+	case "kill-leader":
+		cl.member(int(leader)).Kill()
+		next, _ = cl.failover(0, runningIDs(cl, leader)...)
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		if err := cl.member(int(leader)).Restart(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	case "pause-leader":
+		if err := cl.member(int(leader)).Pause(); err != nil {
+			t.Fatal(err)
+		}
+		next, _ = cl.failover(0, runningIDs(cl, leader)...)
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		cl.member(int(leader)).Resume()
+	case "partition-leader":
+		cl.partition(int(leader))
+		next, _ = cl.failover(0, runningIDs(cl, leader)...)
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		cl.heal()
+	case "restart-follower":
+		f := other(cl, leader)
+		cl.member(int(f)).Kill()
+		time.Sleep(time.Duration(200+rng.IntN(500)) * time.Millisecond)
+		if err := cl.member(int(f)).Restart(30 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+	case "loss-dup-kill-leader":
+		cl.faults(float64(rng.IntN(10))/100, float64(rng.IntN(10))/100, int64(seed))
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		cl.member(int(leader)).Kill()
+		next, _ = cl.failover(0, runningIDs(cl, leader)...)
+		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+		cl.heal()
+	}
+	time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
+	w.stopWorkload()
+	t.Log(w.check(cl, next))
+}
