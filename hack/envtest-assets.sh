@@ -35,5 +35,8 @@ if [ "$WANT_KUBECTL" != no ] && [ -x "$bin/kubectl" ]; then
 fi
 
 "$ASSETS/kube-apiserver" --version >&2 || { echo "kube-apiserver in $ASSETS does not run" >&2; exit 1; }
-"$ASSETS/etcd" --version 2>/dev/null | head -1 >&2 || { echo "etcd in $ASSETS does not run" >&2; exit 1; }
+# Capture first, print after: `etcd --version | head -1` under pipefail fails
+# at random when head closes the pipe before etcd has written everything.
+etcd_version="$("$ASSETS/etcd" --version 2>/dev/null)" || { echo "etcd in $ASSETS does not run" >&2; exit 1; }
+echo "${etcd_version%%$'\n'*}" >&2
 echo "$ASSETS"
