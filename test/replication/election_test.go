@@ -33,8 +33,8 @@ func TestBuiltinElectionReplacesAKilledLeader(t *testing.T) {
 	w := newWorkload(t, cl.clientAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w.setup(ctx)
-	w.start(2, 1, 2, 7)
+	w.Setup(ctx)
+	w.Start(2, 1, 2, 7)
 	time.Sleep(time.Second)
 	if _, err := cl.member(int(leader)).Kill(); err != nil {
 		t.Fatal(err)
@@ -57,6 +57,6 @@ func TestBuiltinElectionReplacesAKilledLeader(t *testing.T) {
 	t.Logf("member %d killed; member %d elected itself; first acknowledged write %v after the kill", leader, next,
 		time.Since(killed))
 	time.Sleep(time.Second)
-	w.stopWorkload()
+	w.Stop()
 	t.Log(w.check(cl, next))
 }

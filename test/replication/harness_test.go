@@ -17,7 +17,6 @@ package replication_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -229,47 +228,4 @@ func (cl *cluster) waitCaughtUp(leader uint32, limit time.Duration) error {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-}
-
-// dump reads every key of member id: on the leader a linearizable scan, on
-// a follower a read-only transaction (its replayed snapshot).
-func dump(ctx context.Context, addr string, leader bool) (map[string]string, error) {
-	c, err := client.New(ctx, client.Config{Endpoints: []string{addr}, MaxRedirects: -1})
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	out := map[string]string{}
-	start := []byte{}
-	for page := 0; page < 1000; page++ {
-		var kvs []client.KV
-		var more bool
-		if leader {
-			kvs, err = c.Scan(ctx, start, nil, 5000)
-			more = len(kvs) == 5000
-		} else {
-			var tx *client.Tx
-			tx, err = c.Begin(ctx, client.ReadOnly())
-			if err == nil {
-				kvs, more, err = tx.Scan(ctx, start, nil, 5000)
-				tx.Rollback(ctx)
-			}
-		}
-		if errors.Is(err, client.ErrResourceExhausted) && page < 100 {
-			// Workers held by transactions that clients abandoned: they expire.
-			time.Sleep(100 * time.Millisecond)
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, kv := range kvs {
-			out[string(kv.Key)] = string(kv.Value)
-		}
-		if !more || len(kvs) == 0 {
-			return out, nil
-		}
-		start = append(slices.Clone(kvs[len(kvs)-1].Key), 0)
-	}
-	return nil, errors.New("dump: too many pages")
 }

@@ -56,8 +56,8 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 			w := newWorkload(t, cl.clientAddrs())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			w.setup(ctx)
-			w.start(3, 1, 2, 1)
+			w.Setup(ctx)
+			w.Start(3, 1, 2, 1)
 			time.Sleep(1500 * time.Millisecond)
 			if _, err := cl.member(int(leader)).Kill(); err != nil {
 				t.Fatal(err)
@@ -81,7 +81,7 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 			}
 			t.Logf("failover gap (kill to first acknowledged write): %v", time.Since(killed))
 			time.Sleep(1500 * time.Millisecond)
-			w.stopWorkload()
+			w.Stop()
 			if err := cl.member(int(leader)).Restart(30 * time.Second); err != nil {
 				t.Fatal(err)
 			}
@@ -101,8 +101,8 @@ func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
 	w := newWorkload(t, cl.clientAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w.setup(ctx)
-	w.start(3, 1, 2, 2)
+	w.Setup(ctx)
+	w.Start(3, 1, 2, 2)
 	time.Sleep(time.Second)
 	if err := cl.member(int(leader)).Pause(); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
 		t.Errorf("the resumed member %d still leads epoch %d", leader, st.GetEpoch())
 	}
 	time.Sleep(time.Second)
-	w.stopWorkload()
+	w.Stop()
 	t.Log(w.check(cl, next))
 }
 
@@ -153,8 +153,8 @@ func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.
 	w := newWorkload(t, cl.clientAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w.setup(ctx)
-	w.start(3, 1, 2, 3)
+	w.Setup(ctx)
+	w.Start(3, 1, 2, 3)
 	time.Sleep(time.Second)
 	cl.partition(int(leader))
 	next, took := cl.failover(0, runningIDs(cl, leader)...)
@@ -162,7 +162,7 @@ func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.
 	time.Sleep(1500 * time.Millisecond)
 	cl.heal()
 	time.Sleep(time.Second)
-	w.stopWorkload()
+	w.Stop()
 	t.Log(w.check(cl, next))
 }
 
@@ -175,20 +175,16 @@ func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
 	w := newWorkload(t, cl.clientAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w.setup(ctx)
-	w.start(3, 1, 2, 4)
+	w.Setup(ctx)
+	w.Start(3, 1, 2, 4)
 	time.Sleep(time.Second)
 	f := other(cl, leader)
 	if _, err := cl.member(int(f)).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	w.mu.Lock()
-	before := w.acked
-	w.mu.Unlock()
+	before := w.Acked()
 	time.Sleep(time.Second)
-	w.mu.Lock()
-	during := w.acked - before
-	w.mu.Unlock()
+	during := w.Acked() - before
 	if during == 0 {
 		t.Errorf("no transaction acknowledged while follower %d was down", f)
 	}
@@ -196,7 +192,7 @@ func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	w.stopWorkload()
+	w.Stop()
 	t.Log(w.check(cl, leader))
 }
 
@@ -208,9 +204,9 @@ func TestTransportFaultsAndFailoverKeepAcknowledgedTransactions(t *testing.T) {
 	w := newWorkload(t, cl.clientAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w.setup(ctx)
+	w.Setup(ctx)
 	cl.faults(0.05, 0.05, 5)
-	w.start(3, 1, 2, 5)
+	w.Start(3, 1, 2, 5)
 	time.Sleep(1500 * time.Millisecond)
 	if _, err := cl.member(int(leader)).Kill(); err != nil {
 		t.Fatal(err)
@@ -218,7 +214,7 @@ func TestTransportFaultsAndFailoverKeepAcknowledgedTransactions(t *testing.T) {
 	next, took := cl.failover(0, runningIDs(cl, leader)...)
 	t.Logf("under loss and duplication, member %d killed; member %d leads after %v", leader, next, took)
 	time.Sleep(1500 * time.Millisecond)
-	w.stopWorkload()
+	w.Stop()
 	cl.heal()
 	t.Log(w.check(cl, next))
 	_ = syscall.SIGKILL

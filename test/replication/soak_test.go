@@ -51,8 +51,8 @@ func soakRun(t *testing.T, seed uint64) {
 	w := newWorkload(t, cl.clientAddrs())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	w.setup(ctx)
-	w.start(2+rng.IntN(3), 1, 1+rng.IntN(2), seed*1000)
+	w.Setup(ctx)
+	w.Start(2+rng.IntN(3), 1, 1+rng.IntN(2), seed*1000)
 	time.Sleep(time.Duration(300+rng.IntN(900)) * time.Millisecond)
 	next := leader
 	switch fault {
@@ -91,6 +91,6 @@ func soakRun(t *testing.T, seed uint64) {
 		cl.heal()
 	}
 	time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
-	w.stopWorkload()
+	w.Stop()
 	t.Log(w.check(cl, next))
 }

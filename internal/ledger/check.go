@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/rolisdb/rolis/pkg/client"
+)
+
+// Snapshot is the state of one member, read after the workload stopped.
+type Snapshot struct {
+	What  string // names the member in failures
+	State map[string]string
+	// Leader: the state was read by a linearizable scan on the leader, so
+	// its values close every key's history. Call and Return bound the read
+	// (Workload.Now).
+	Leader       bool
+	Call, Return int64
+}
+
+// Check verifies the invariants on the members' states (the leader and
+// caught-up followers), reporting violations through the test: every
+// acknowledged insert is present, the bank total is unchanged, a follower
+// read after the leader has as many keys as the leader, and the single-key
+// histories are linearizable. It returns a summary line.
+func (w *Workload) Check(snaps []Snapshot) string {
+	t := w.tb
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.errs {
+		t.Errorf("while running: %s", e)
+	}
+	var leaderState map[string]string
+	for _, s := range snaps {
+		if s.Leader {
+			leaderState = s.State
+			w.closeHistories(s)
+		}
+		total := 0
+		for i := 0; i < Accounts; i++ {
+			n, _ := strconv.Atoi(s.State[Account(i)])
+			total += n
+		}
+		if total != Accounts*Initial {
+			t.Errorf("%s: bank total %d, want %d", s.What, total, Accounts*Initial)
+		}
+		missing := 0
+		for k := range w.inserts {
+			if _, ok := s.State[k]; !ok {
+				if missing < 5 {
+					t.Errorf("%s: acknowledged insert %s is missing", s.What, k)
+				}
+				missing++
+			}
+		}
+		if missing > 0 {
+			t.Errorf("%s: %d acknowledged inserts missing", s.What, missing)
+		}
+		if !s.Leader && leaderState != nil && len(s.State) != len(leaderState) {
+			t.Errorf("%s: %d keys, the leader has %d", s.What, len(s.State), len(leaderState))
+		}
+	}
+	res := w.checkLinearizable()
+	return fmt.Sprintf("%d acknowledged, %d unknown, %d inserts, %d operations checked (%s)", w.acked, w.unknown,
+		len(w.inserts), len(w.history), res)
+}
+
+// closeHistories adds the leader's linearizable read of every workload key.
+func (w *Workload) closeHistories(s Snapshot) {
+	for k, v := range s.State {
+		if !strings.HasPrefix(k, "acct/") && !strings.HasPrefix(k, "ins/") {
+			continue // not written by the workload
+		}
+		w.history = append(w.history, porcupine.Operation{Input: kvInput{key: k, op: "get"},
+			Output: kvOutput{value: v}, Call: s.Call, Return: s.Return})
+	}
+	for i := 0; i < Accounts; i++ {
+		if _, ok := s.State[Account(i)]; !ok {
+			w.history = append(w.history, porcupine.Operation{Input: kvInput{key: Account(i), op: "get"},
+				Output: kvOutput{}, Call: s.Call, Return: s.Return})
+		}
+	}
+}
+
+func (w *Workload) checkLinearizable() porcupine.CheckResult {
+	t := w.tb
+	res, info := porcupine.CheckOperationsVerbose(kvModel.ToModel(), w.history, 60*time.Second)
+	switch res {
+	case porcupine.Illegal:
+		t.Errorf("single-key histories are not linearizable (%d operations)", len(w.history))
+		for _, part := range kvModel.Partition(w.history) {
+			if porcupine.CheckOperations(kvModel.ToModel(), part) {
+				continue
+			}
+			ops := slices.Clone(part)
+			sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+			t.Errorf("key %s: %d operations, not linearizable:", ops[0].Input.(kvInput).key, len(ops))
+			for i, op := range ops {
+				if i > 60 {
+					break
+				}
+				ret := "inf"
+				if op.Return != math.MaxInt64 {
+					ret = fmt.Sprintf("%.3fms", float64(op.Return)/1e6)
+				}
+				t.Logf("  [%.3fms, %s] %s", float64(op.Call)/1e6, ret, kvModel.DescribeOperation(op.Input, op.Output))
+			}
+			break
+		}
+		if dir, err := os.MkdirTemp("", "rolis-history-"); err == nil {
+			p := dir + "/history.html"
+			if err := porcupine.VisualizePath(kvModel.ToModel(), info, p); err == nil {
+				t.Logf("visualization of the history: %s", p)
+			}
+		}
+	case porcupine.Unknown:
+		t.Logf("linearizability check timed out (%d operations)", len(w.history))
+	}
+	return res
+}
+
+// Dump reads every key of the member at cfg.Endpoints[0] (TLS as cfg says;
+// it never follows a redirect): on the leader by a linearizable scan, on a
+// follower by a read-only transaction (its replayed snapshot).
+func Dump(ctx context.Context, cfg client.Config, leader bool) (map[string]string, error) {
+	cfg.Endpoints = cfg.Endpoints[:min(1, len(cfg.Endpoints))]
+	cfg.MaxRedirects = -1
+	c, err := client.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	out := map[string]string{}
+	start := []byte{}
+	for page := 0; page < 1000; page++ {
+		var kvs []client.KV
+		var more bool
+		if leader {
+			kvs, err = c.Scan(ctx, start, nil, 5000)
+			more = len(kvs) == 5000
+		} else {
+			var tx *client.Tx
+			tx, err = c.Begin(ctx, client.ReadOnly())
+			if err == nil {
+				kvs, more, err = tx.Scan(ctx, start, nil, 5000)
+				tx.Rollback(ctx)
+			}
+		}
+		if errors.Is(err, client.ErrResourceExhausted) && page < 100 {
+			// Workers held by transactions that clients abandoned: they expire.
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range kvs {
+			out[string(kv.Key)] = string(kv.Value)
+		}
+		if !more || len(kvs) == 0 {
+			return out, nil
+		}
+		start = append(slices.Clone(kvs[len(kvs)-1].Key), 0)
+	}
+	return nil, errors.New("dump: too many pages")
+}
