@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -174,4 +175,24 @@ func Dump(ctx context.Context, cfg client.Config, leader bool) (map[string]strin
 		start = append(slices.Clone(kvs[len(kvs)-1].Key), 0)
 	}
 	return nil, errors.New("dump: too many pages")
+}
+
+// WriteHistory writes every operation the workload recorded, one a line, in
+// the order of their calls: what was acknowledged (and read), and what the
+// client could not know about ("outcome unknown").
+func (w *Workload) WriteHistory(out io.Writer) error {
+	w.mu.Lock()
+	ops := slices.Clone(w.history)
+	w.mu.Unlock()
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+	for _, op := range ops {
+		ret := "-"
+		if op.Return != math.MaxInt64 {
+			ret = fmt.Sprintf("%.3f", float64(op.Return)/1e6)
+		}
+		if _, err := fmt.Fprintf(out, "%.3f %s %s\n", float64(op.Call)/1e6, ret, kvModel.DescribeOperation(op.Input, op.Output)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -33,9 +32,20 @@ const (
 // Account is the key of bank account i.
 func Account(i int) string { return fmt.Sprintf("acct/%02d", i) }
 
+// TB is what the workload needs of a test: a testing.TB, or Ginkgo's
+// GinkgoT() (the end-to-end suite).
+type TB interface {
+	Helper()
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Workload runs the clients and keeps the ledger.
 type Workload struct {
-	tb  testing.TB
+	tb  TB
 	cfg client.Config
 	t0  time.Time
 
@@ -46,6 +56,8 @@ type Workload struct {
 	acked   int
 	unknown int
 
+	inserters int // inserter ids given so far: each writes keys of its own
+
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
@@ -53,12 +65,12 @@ type Workload struct {
 // New makes a workload whose clients are made from cfg: its endpoints may be
 // any members (the clients follow redirects to the leader; MaxRedirects 0
 // means 4), with TLS if the members serve it.
-func New(tb testing.TB, cfg client.Config) *Workload {
+func New(tb TB, cfg client.Config) *Workload {
 	cfg.Endpoints = slices.Clone(cfg.Endpoints)
 	if cfg.MaxRedirects == 0 {
 		cfg.MaxRedirects = 4
 	}
-	return &Workload{tb: tb, cfg: cfg, t0: time.Now(), inserts: map[string]bool{}, stop: make(chan struct{})}
+	return &Workload{tb: tb, cfg: cfg, t0: time.Now(), inserts: map[string]bool{}}
 }
 
 // Now is the workload's clock (ns since New), the time base of the history.
@@ -148,8 +160,12 @@ func (w *Workload) Setup(ctx context.Context) {
 	}
 }
 
-// Start runs transfer, reader and insert clients until Stop.
+// Start runs transfer, reader and insert clients until Stop. A stopped
+// workload may start again (the ledger goes on).
 func (w *Workload) Start(transferers, readers, inserters int, seed uint64) {
+	if w.stop == nil {
+		w.stop = make(chan struct{})
+	}
 	for i := 0; i < transferers; i++ {
 		w.run(func(c *client.Client, rng *rand.Rand) { w.transfer(c, rng) }, seed+uint64(i))
 	}
@@ -157,7 +173,8 @@ func (w *Workload) Start(transferers, readers, inserters int, seed uint64) {
 		w.run(func(c *client.Client, rng *rand.Rand) { w.readAll(c) }, seed+100+uint64(i))
 	}
 	for i := 0; i < inserters; i++ {
-		id := i
+		id := w.inserters
+		w.inserters++
 		n := 0
 		w.run(func(c *client.Client, rng *rand.Rand) {
 			if w.Insert(c, fmt.Sprintf("ins/%d/%06d", id, n)) != nil {
@@ -171,12 +188,13 @@ func (w *Workload) Start(transferers, readers, inserters int, seed uint64) {
 func (w *Workload) run(step func(*client.Client, *rand.Rand), seed uint64) {
 	c := w.NewClient()
 	rng := rand.New(rand.NewPCG(seed, seed*7+1))
+	stop := w.stop
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
 		for {
 			select {
-			case <-w.stop:
+			case <-stop:
 				return
 			default:
 			}
@@ -187,8 +205,12 @@ func (w *Workload) run(step func(*client.Client, *rand.Rand), seed uint64) {
 
 // Stop stops the clients and waits for them.
 func (w *Workload) Stop() {
+	if w.stop == nil {
+		return
+	}
 	close(w.stop)
 	w.wg.Wait()
+	w.stop = nil
 }
 
 func (w *Workload) transfer(c *client.Client, rng *rand.Rand) {
