@@ -60,13 +60,15 @@ class PaxosReplicator final : public server::Replicator {
   grpc::Status ChangeMembership(const v1::ChangeMembershipRequest& req, v1::ChangeMembershipResponse* resp) override;
 
   Replica* replica() { return replica_.get(); }
+  // The failover steps with this member as the candidate (what the built-in
+  // election runs; rolis-bench's in-process leader uses it at start).
+  grpc::Status RunElection();
 
  private:
   v1::Member Self() const;
   v1::Member OnHello(const v1::Member& caller);
   void HelloLoop();
   void ElectionLoop();
-  grpc::Status RunElection();
 
   PaxosReplicatorOptions o_;
   std::string repl_address_;
