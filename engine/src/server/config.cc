@@ -58,6 +58,18 @@ std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) 
   return std::chrono::milliseconds(*n * mult);
 }
 
+std::optional<std::chrono::microseconds> ParseBatchTimeout(const std::string& text) {
+  std::string bt = Lower(text);
+  std::optional<std::chrono::microseconds> us;
+  if (bt.size() > 2 && bt.compare(bt.size() - 2, 2, "us") == 0) {
+    if (auto n = ParseUint(std::string_view(bt).substr(0, bt.size() - 2))) us = std::chrono::microseconds(*n);
+  } else if (auto ms = ParseDuration(bt)) {
+    us = *ms;
+  }
+  if (!us || us->count() < 50 || *us > std::chrono::seconds(1)) return std::nullopt;
+  return us;
+}
+
 std::optional<size_t> ParseByteSize(const std::string& text) {
   std::string s = Lower(text);
   size_t i = 0;
@@ -337,14 +349,8 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   c.peers = std::move(*parsed);
   c.election = election == "builtin" ? Election::kBuiltin : Election::kNone;
   {
-    std::string bt = Lower(batch_timeout);
-    std::optional<std::chrono::microseconds> us;
-    if (bt.size() > 2 && bt.compare(bt.size() - 2, 2, "us") == 0) {
-      if (auto n = ParseUint(std::string_view(bt).substr(0, bt.size() - 2))) us = std::chrono::microseconds(*n);
-    } else if (auto ms = ParseDuration(bt)) {
-      us = *ms;
-    }
-    if (!us || us->count() < 50 || *us > std::chrono::seconds(1)) {
+    std::optional<std::chrono::microseconds> us = ParseBatchTimeout(batch_timeout);
+    if (!us) {
       return fail(fmt::format("--batch-timeout: '{}' is not a duration of 50us..1s", batch_timeout));
     }
     c.batch_timeout = *us;

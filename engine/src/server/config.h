@@ -90,6 +90,8 @@ ParseResult ParseConfig(int argc, const char* const* argv);
 
 // Exposed for tests.
 std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text);
+// --batch-timeout: "500us", "2ms", "1s" (50us..1s); nullopt otherwise.
+std::optional<std::chrono::microseconds> ParseBatchTimeout(const std::string& text);
 std::optional<size_t> ParseByteSize(const std::string& text);
 // "1=host:port,2=host:port"; error text in *error when it returns nullopt.
 std::optional<std::vector<Peer>> ParsePeers(const std::string& text, std::string* error);
