@@ -24,7 +24,14 @@ crds() {
   local mod; mod=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$PO_VERSION" | jq -r .Dir)
   # Server-side: these CRDs are larger than the last-applied annotation allows.
   kubectl apply --server-side --force-conflicts -f "$mod/example/prometheus-operator-crd/" >/dev/null
-  kubectl wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com --timeout=60s >/dev/null
+  # Right after creation the CRD may have no status yet, and kubectl wait
+  # fails at once ("status.conditions accessor error"): retry, bounded.
+  local i
+  for i in $(seq 30); do
+    kubectl wait --for=condition=Established crd/servicemonitors.monitoring.coreos.com --timeout=60s >/dev/null 2>&1 && break
+    ((i < 30)) || die "CRD servicemonitors.monitoring.coreos.com not Established"
+    sleep 2
+  done
   info "prometheus-operator $PO_VERSION CRDs: $(ls "$mod/example/prometheus-operator-crd/" | wc -l)"
 }
 
