@@ -15,6 +15,10 @@
 # (RUNTIME_DEBS, found with ldd and dpkg -S) and builds with --network=host,
 # the only network the build has.
 #
+# The build context is a staging folder that images.sh fills with just these
+# binaries, laid out as bin/ (ROLISD_BIN, OPERATOR_BIN, ROLISCTL_BIN and
+# KUBECTL_BIN take them from a build directory other than bin/).
+#
 # Built with BuildKit (DOCKER_BUILDKIT=1 and Debian's docker 20.10 client), which
 # builds only the stages a target needs: an image whose binary is missing fails
 # alone. BASE_IMAGE is made by hack/kind/base-images.sh: debootstrap --variant=minbase

@@ -8,6 +8,9 @@
 # and config/samples deploy).
 # An image whose binary is missing fails alone, with the reason, and the
 # others are still built; the exit status is non-zero if any failed.
+# ROLISD_BIN, OPERATOR_BIN, ROLISCTL_BIN and KUBECTL_BIN take the binaries from
+# elsewhere (a build directory of one's own); the build context is a staging
+# folder that holds just those files, laid out as the Dockerfile expects.
 #   hack/kind/images.sh [rolisd] [operator] [tools]   (default: all)
 source "$(dirname "$0")/lib.sh"
 need_docker
@@ -16,6 +19,9 @@ TAG="${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$R
 PREFIX="${IMAGE_PREFIX:-rolis}"
 declare -A IMAGE=([rolisd]="$PREFIX/rolisd" [operator]="$PREFIX/rolis-operator" [tools]="$PREFIX/rolis-tools")
 declare -A NEEDS=([rolisd]="bin/rolisd" [operator]="bin/rolis-operator" [tools]="bin/rolisctl bin/kubectl")
+declare -A SRC=([bin/rolisd]="${ROLISD_BIN:-$ROOT/bin/rolisd}" [bin/rolis-operator]="${OPERATOR_BIN:-$ROOT/bin/rolis-operator}"
+  [bin/rolisctl]="${ROLISCTL_BIN:-$ROOT/bin/rolisctl}" [bin/kubectl]="${KUBECTL_BIN:-$ROOT/bin/kubectl}")
+CONTEXT="$CACHE/images/context"
 
 # (build_one runs after `if`, where bash ignores `set -e`: every failure in it
 # returns explicitly.)
@@ -33,24 +39,29 @@ runtime_debs() {
 
 build_one() { # TARGET
   local t="$1" f missing=()
-  for f in ${NEEDS[$t]}; do [ -x "$ROOT/$f" ] || missing+=("$f"); done
+  for f in ${NEEDS[$t]}; do [ -x "${SRC[$f]}" ] || missing+=("${SRC[$f]}"); done
   if ((${#missing[@]})); then
     echo "  $t: ${missing[*]} missing: run 'make build' (or the build of the component that makes it)" >&2
     return 1
   fi
+  # Stage the binaries (hard links when on the same file system).
+  mkdir -p "$CONTEXT/bin"
+  for f in ${NEEDS[$t]}; do
+    rm -f "$CONTEXT/$f"; ln "${SRC[$f]}" "$CONTEXT/$f" 2>/dev/null || cp "${SRC[$f]}" "$CONTEXT/$f" || return 1
+  done
   local args=(--target "$t" --network host --build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg VERSION="$TAG")
   if [ "$t" = rolisd ]; then
-    local debs; debs=$(runtime_debs "$ROOT/bin/rolisd") || return 1
+    local debs; debs=$(runtime_debs "${SRC[bin/rolisd]}") || return 1
     info "rolisd runtime packages: ${debs:-none}"
     args+=(--build-arg RUNTIME_DEBS="$debs")
   fi
-  docker_build -q "${args[@]}" -t "${IMAGE[$t]}:$TAG" "$ROOT" >/dev/null || return 1
+  docker_build -q "${args[@]}" -f "$ROOT/Dockerfile" -t "${IMAGE[$t]}:$TAG" "$CONTEXT" >/dev/null || return 1
   info "${IMAGE[$t]}:$TAG $(docker image inspect -f '{{.Size}}' "${IMAGE[$t]}:$TAG" | awk '{printf "%d MB", $1/1e6}')"
 }
 
 targets=("$@"); ((${#targets[@]})) || targets=(rolisd operator tools)
 # The tools image carries the cluster's kubectl (for `helm test` and e2e jobs).
-if [[ " ${targets[*]} " == *" tools "* ]] && [ ! -x "$ROOT/bin/kubectl" ]; then
+if [[ " ${targets[*]} " == *" tools "* ]] && [ -z "${KUBECTL_BIN:-}" ] && [ ! -x "$ROOT/bin/kubectl" ]; then
   mkdir -p "$ROOT/bin"
   "${NICE[@]}" "$ROOT/hack/build-k8s.sh" kubectl >/dev/null && cp "$K8S_BIN/kubectl" "$ROOT/bin/kubectl"
 fi

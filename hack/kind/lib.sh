@@ -156,3 +156,11 @@ kind_load() {
     info "$img loaded into ${missing[*]}"
   done
 }
+
+# cluster_ready: the Docker daemon answers, the Kind cluster exists and every
+# node is Ready (then `make kind-up` has nothing to do but its checks).
+cluster_ready() {
+  docker_ok && command -v kind >/dev/null && kind get clusters 2>/dev/null | grep -qx "$KIND_CLUSTER" || return 1
+  local st; st=$(kubectl get nodes --request-timeout=10s -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null) || return 1
+  [ -n "$st" ] && ! grep -qv '^True$' <<<"$st"
+}
