@@ -82,8 +82,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		cfg.Endpoints[i] = cleanAddr(e)
 	}
-	if cfg.MaxRedirects <= 0 {
+	switch {
+	case cfg.MaxRedirects == 0:
 		cfg.MaxRedirects = 3
+	case cfg.MaxRedirects < 0:
+		cfg.MaxRedirects = 0 // stay on the endpoint: a not-leader reply is the answer
 	}
 	if cfg.ConnsPerEndpoint <= 0 {
 		cfg.ConnsPerEndpoint = 1
@@ -256,7 +259,18 @@ func (c *Client) route(ctx context.Context, idempotent bool, call func(ep *endpo
 	for hop := 0; ; hop++ {
 		ep := c.target.Load()
 		err = call(ep)
-		if err == nil || ctx.Err() != nil {
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			// The target did not answer in time: a paused or cut-off
+			// member keeps its connection open, so without this every
+			// later call would wait on it too. The next call starts at
+			// another endpoint (which redirects to the leader); this one
+			// is not sent again, its outcome is unknown.
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				c.rotate(ep)
+			}
 			return err
 		}
 		if hop >= c.cfg.MaxRedirects {

@@ -33,6 +33,7 @@ type fake struct {
 	calls       atomic.Int32
 	nextTxn     atomic.Uint64
 	condFail    bool
+	hang        bool // answer nothing until the caller gives up (a paused member)
 }
 
 func (f *fake) redirect(ctx context.Context) error {
@@ -51,6 +52,10 @@ func (f *fake) redirect(ctx context.Context) error {
 
 func (f *fake) Execute(ctx context.Context, r *rolisv1.ExecuteRequest) (*rolisv1.ExecuteResponse, error) {
 	f.calls.Add(1)
+	if f.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if err := f.redirect(ctx); err != nil {
 		return nil, err
 	}
@@ -189,6 +194,15 @@ func TestRedirectLoopIsBoundedByMaxRedirects(t *testing.T) {
 	}
 }
 
+func TestNegativeMaxRedirectsStaysOnTheEndpoint(t *testing.T) {
+	la := startFake(t, &fake{})
+	fa := startFake(t, &fake{redirectTo: la})
+	c := newClient(t, Config{Endpoints: []string{fa}, MaxRedirects: -1})
+	if err := c.Put(ctxT(t), []byte("k"), []byte("v")); !errors.Is(err, ErrNotLeader) || c.Target() != fa {
+		t.Fatalf("err %v target %s; want ErrNotLeader from %s", err, c.Target(), fa)
+	}
+}
+
 func TestNotLeaderWithoutAddressTriesTheNextEndpoint(t *testing.T) {
 	fa := startFake(t, &fake{notLeader: true})
 	la := startFake(t, &fake{})
@@ -206,6 +220,27 @@ func TestDialFailureTriesTheNextEndpointEvenForWrites(t *testing.T) {
 	c := newClient(t, Config{Endpoints: []string{dead, la}})
 	if err := c.Put(ctxT(t), []byte("k"), []byte("v")); err != nil || c.Target() != la {
 		t.Fatalf("err %v target %s", err, c.Target())
+	}
+}
+
+// A leader paused with SIGSTOP keeps its connections open and answers
+// nothing: the call that timed out is not sent again (its outcome is
+// unknown), but the next one goes to another endpoint.
+func TestTimeoutOnASilentTargetSendsTheNextCallElsewhere(t *testing.T) {
+	silent := &fake{hang: true}
+	sa := startFake(t, silent)
+	la := startFake(t, &fake{})
+	c := newClient(t, Config{Endpoints: []string{sa, la}})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if err := c.Put(ctx, []byte("k"), []byte("v")); err == nil {
+		t.Fatal("a call to a silent member succeeded")
+	}
+	if silent.calls.Load() != 1 || c.Target() != la {
+		t.Fatalf("%d calls to the silent member, target %s; want 1 and %s", silent.calls.Load(), c.Target(), la)
+	}
+	if err := c.Put(ctxT(t), []byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
 	}
 }
 

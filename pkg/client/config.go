@@ -30,7 +30,9 @@ type Config struct {
 	// ServerName overrides the name checked in the server certificate.
 	ServerName string
 
-	// MaxRedirects bounds the not-leader hops of one call; 0 means 3.
+	// MaxRedirects bounds the not-leader hops of one call; 0 means 3, and
+	// a negative value means none (the call stays on the endpoint it
+	// reached, as reading one member's state or probing a member needs).
 	MaxRedirects int
 	// Retry governs Txn and the retry of one-shot calls after ErrAborted.
 	// The zero value means DefaultRetryPolicy().
