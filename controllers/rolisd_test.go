@@ -7,15 +7,10 @@ SPDX-License-Identifier: Apache-2.0
 package controllers
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,16 +19,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+	"github.com/rolisdb/rolis/internal/ledger"
+	"github.com/rolisdb/rolis/internal/testserver"
+	"github.com/rolisdb/rolis/pkg/client"
 )
 
-// rolisdBinary finds a built rolisd: $ROLISD, else bin/rolisd, else the
-// CMake build folder. $ROLISD pointing nowhere is an error.
+// rolisdBinary finds a built rolisd: $ROLISD (or $ROLISD_BIN, as
+// internal/testserver reads it), else bin/rolisd, else the CMake build
+// folder; "" when there is none. A variable pointing nowhere is an error.
 func rolisdBinary() string {
-	if p := os.Getenv("ROLISD"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			Fail(fmt.Sprintf("ROLISD=%s: %v", p, err))
+	for _, env := range []string{"ROLISD", "ROLISD_BIN"} {
+		if p := os.Getenv(env); p != "" {
+			if _, err := os.Stat(p); err != nil {
+				Fail(fmt.Sprintf("%s=%s: %v", env, p, err))
+			}
+			return p
 		}
-		return p
 	}
 	for _, p := range []string{filepath.Join("..", "bin", "rolisd"), filepath.Join("..", "build", "engine", "bin", "rolisd")} {
 		if _, err := os.Stat(p); err == nil {
@@ -44,142 +46,229 @@ func rolisdBinary() string {
 	return ""
 }
 
-func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close() //nolint:errcheck
-	return l.Addr().(*net.TCPAddr).Port
+// memberStatus asks one rolisd for its admin Status.
+func memberStatus(addr string) (*rolisv1.StatusResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	a, err := client.NewAdmin(ctx, client.Config{Endpoints: []string{addr}})
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close() //nolint:errcheck
+	return a.Status(ctx, "")
 }
 
-// rolisdProcess is one real rolisd on loopback, started the way the
-// StatefulSet starts it (--id, --peers, --election=none, listen flags).
-type rolisdProcess struct {
-	id                     int32
-	cmd                    *exec.Cmd
-	admin, metrics, client string
-	replication            string
-}
+// The test the replication issue and the operator issue share: three real
+// rolisd processes on loopback (started as the StatefulSet starts them:
+// --id, --peers, --election=none), mapped to hand-made pods through the
+// test's resolver, with the operator as the only one that elects. A client
+// load (internal/ledger: bank transfers, all-account reads, unique inserts)
+// records every acknowledged transaction; after each fault the new leader
+// must hold all of them, with the bank total unchanged and every key's
+// history linearizable.
+var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rolisd"), func() {
+	const failoverTimeout = 3 * time.Second
+	var (
+		ctx   context.Context
+		ns    string
+		c     *dbv1.RolisCluster
+		procs *testserver.Cluster
+		w     *ledger.Workload
+	)
 
-func startRolisd(bin string, n int) []*rolisdProcess {
-	procs := make([]*rolisdProcess, n)
-	var peers []string
-	for i := range procs {
-		procs[i] = &rolisdProcess{
-			id:          int32(i + 1),
-			client:      fmt.Sprintf("127.0.0.1:%d", freePort()),
-			admin:       fmt.Sprintf("127.0.0.1:%d", freePort()),
-			metrics:     fmt.Sprintf("127.0.0.1:%d", freePort()),
-			replication: fmt.Sprintf("127.0.0.1:%d", freePort()),
-		}
-		peers = append(peers, fmt.Sprintf("%d=%s", i+1, procs[i].replication))
-	}
-	for _, p := range procs {
-		p.cmd = exec.Command(bin,
-			"--id="+strconv.Itoa(int(p.id)), "--peers="+strings.Join(peers, ","),
-			"--listen="+p.client, "--admin-listen="+p.admin, "--metrics-listen="+p.metrics,
-			"--election=none", "--worker-threads=1", "--log-format=json")
-		p.cmd.Stdout, p.cmd.Stderr = GinkgoWriter, GinkgoWriter
-		Expect(p.cmd.Start()).To(Succeed())
-		proc := p.cmd
-		DeferCleanup(func() {
-			_ = proc.Process.Kill()
-			_ = proc.Wait()
-		})
-	}
-	for _, p := range procs {
-		Eventually(func() (int, error) {
-			resp, err := http.Get("http://" + p.metrics + "/readyz")
-			if err != nil {
-				return 0, err
-			}
-			defer resp.Body.Close() //nolint:errcheck
-			return resp.StatusCode, nil
-		}, "20s").Should(Equal(http.StatusOK), "rolisd %d serves", p.id)
-	}
-	return procs
-}
-
-// requests reads rolis_requests_total{method=...} (all codes) from a member.
-func (p *rolisdProcess) requests(method string) int {
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
-	Expect(err).NotTo(HaveOccurred())
-	defer resp.Body.Close() //nolint:errcheck
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "rolis_requests_total{") && strings.Contains(line, `method="`+method+`"`) {
-			f := strings.Fields(line)
-			v, err := strconv.ParseFloat(f[len(f)-1], 64)
-			Expect(err).NotTo(HaveOccurred())
-			total += int(v)
-		}
-	}
-	return total
-}
-
-var _ = Describe("Against real rolisd processes", Label("rolisd"), func() {
-	// A rolisd built before the replication layer answers Status (role
-	// FOLLOWER when started with --peers) and UNIMPLEMENTED to every
-	// failover call. The election path must stop there, say why, and not
-	// hammer the members. With the replication layer in, the same setup
-	// elects a leader (see docs/operator.md for the 3-process test to add).
-	It("probes every member and reports that the image cannot elect a leader, without hot-looping", func() {
+	BeforeAll(func() {
 		bin := rolisdBinary()
 		if bin == "" {
-			Skip("no rolisd binary (set ROLISD, or run `make engine` to build bin/rolisd); the same path runs against the in-process fakes above")
+			Skip("no rolisd binary (set ROLISD, or run `make engine` to build bin/rolisd); the state machine runs against the in-process fakes of leadership_test.go")
 		}
-		ctx := context.Background()
-		ns := newNamespace(ctx)
-		procs := startRolisd(bin, 3)
-		c := newCluster(ns, "db", 3)
-		c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Second} // backoff well clear of the windows below
+		ctx = context.Background()
+		procs = testserver.Start(GinkgoTB(), testserver.Options{
+			Members: 3, Binary: bin,
+			// As the StatefulSet runs it, with short timers for the test.
+			Args: []string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
+				"--shutdown-grace=1s", "--txn-idle-timeout=2s"},
+		})
+		ns = newNamespace(ctx)
+		c = newCluster(ns, "db", 3)
+		c.Spec.Failover.Timeout = &metav1.Duration{Duration: failoverTimeout}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		startPods(ctx, c, []int32{1, 2, 3}, "rev1", func(id int32) string { return procs[id-1].admin })
+		startPods(ctx, c, []int32{1, 2, 3}, "rev1", func(id int32) string { return procs.Member(int(id)).AdminAddr })
+	})
 
-		Eventually(func() []string {
-			var roles []string
-			for _, m := range getCluster(ctx, c).Status.Members {
-				roles = append(roles, fmt.Sprintf("%s:%s:%v", m.Name, m.Role, m.Healthy))
+	// leader returns the decided leader's id and epoch once the cluster is
+	// Available (the leader serves in the decided epoch).
+	leader := func() (uint32, uint64) {
+		GinkgoHelper()
+		Eventually(condition(ctx, c, dbv1.ConditionAvailable), "60s").Should(HavePrefix("True/" + ReasonLeaderServing))
+		rec := epochRecord(ctx, ns)()
+		return rec.GetLeaderId(), rec.GetEpoch()
+	}
+	pod := func(id uint32) string { return fmt.Sprintf("db-%d", id) }
+	rolesWithLeader := func(id uint32) map[string]string {
+		out := map[string]string{}
+		for i := uint32(1); i <= 3; i++ {
+			out[pod(i)] = "follower"
+		}
+		out[pod(id)] = "leader"
+		return out
+	}
+	// failedOver waits until the operator decided and opened an epoch above
+	// `above` with a leader other than `old`, and checks what it recorded.
+	failedOver := func(old uint32, above uint64) (uint32, uint64) {
+		GinkgoHelper()
+		Eventually(func() uint64 { return epochRecord(ctx, ns)().GetEpoch() }, "60s").Should(BeNumerically(">", above))
+		id, epoch := leader()
+		Expect(id).NotTo(Equal(old))
+		Eventually(func() string { return getCluster(ctx, c).Status.Leader }).Should(Equal(pod(id)))
+		Eventually(func() int64 { return getCluster(ctx, c).Status.Epoch }).Should(Equal(int64(epoch)))
+		Eventually(podRoles(ctx, c)).Should(Equal(rolesWithLeader(id)), "role=leader moved to the new leader")
+		Eventually(condition(ctx, c, dbv1.ConditionFailingOver)).Should(HavePrefix("False/"))
+		st, err := memberStatus(procs.Member(int(id)).AdminAddr)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.GetRole()).To(Equal(rolisv1.Role_LEADER))
+		Expect(st.GetEpoch()).To(Equal(epoch))
+		return id, epoch
+	}
+	// outage waits for the first write acknowledged after the fault and
+	// reports the gap.
+	outage := func(what string, fault time.Time) time.Duration {
+		GinkgoHelper()
+		var gap time.Duration
+		Eventually(func() bool {
+			var ok bool
+			gap, ok = w.FirstAckAfter(fault)
+			return ok
+		}, "60s").Should(BeTrue(), "writes resume after %s", what)
+		AddReportEntry(what, fmt.Sprintf("first acknowledged write %v after the fault (failover.timeout %v)", gap.Round(time.Millisecond), failoverTimeout), ReportEntryVisibilityAlways)
+		fmt.Fprintf(GinkgoWriter, "%s: first acknowledged write %v after the fault\n", what, gap)
+		Expect(gap).To(BeNumerically(">=", failoverTimeout), "no failover before failover.timeout")
+		Expect(gap).To(BeNumerically("<", failoverTimeout+30*time.Second))
+		return gap
+	}
+	// verify reads the leader's state (a linearizable scan) and checks the
+	// ledger on it.
+	verify := func(id uint32) map[string]string {
+		GinkgoHelper()
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		call := w.Now()
+		state, err := ledger.Dump(rctx, client.Config{Endpoints: []string{procs.Member(int(id)).ClientAddr}}, true)
+		Expect(err).NotTo(HaveOccurred())
+		snap := ledger.Snapshot{What: fmt.Sprintf("leader %s", pod(id)), State: state, Leader: true, Call: call, Return: w.Now()}
+		fmt.Fprintf(GinkgoWriter, "ledger on %s: %s\n", pod(id), w.Check([]ledger.Snapshot{snap}))
+		return state
+	}
+
+	It("elects the first leader through the admin API, labels it and tells the followers", func() {
+		id, epoch := leader()
+		Expect(epoch).To(BeNumerically(">=", 1))
+		Eventually(func() string { return getCluster(ctx, c).Status.Leader }).Should(Equal(pod(id)))
+		Eventually(podRoles(ctx, c)).Should(Equal(rolesWithLeader(id)))
+		Eventually(condition(ctx, c, dbv1.ConditionReady)).Should(HavePrefix("True/"))
+		Expect(eventReasons(ctx, c)()).To(ContainElements(ReasonPromoting, "FailoverPrepare", "FailoverDecide",
+			"FailoverOpen", "FailoverAnnounce", ReasonLeaderLabelMoved, ReasonPromoted))
+
+		By("every member knows the decision, its leader and where the leader serves clients")
+		for _, m := range procs.Members {
+			Eventually(func() string {
+				st, err := memberStatus(m.AdminAddr)
+				if err != nil {
+					return err.Error()
+				}
+				return fmt.Sprintf("decided %d leader %d at %s", st.GetDecided().GetEpoch(), st.GetLeaderId(), st.GetLeaderAddress())
+			}).Should(Equal(fmt.Sprintf("decided %d leader %d at %s", epoch, id, procs.Member(int(id)).ClientAddr)))
+		}
+		st := getCluster(ctx, c).Status
+		Expect(st.Watermark).NotTo(BeNil())
+		Expect(st.Members).To(HaveLen(3))
+	})
+
+	It("fails over a leader killed with SIGKILL under load, losing no acknowledged transaction", func() {
+		old, epoch := leader()
+		w = ledger.New(GinkgoTB(), client.Config{Endpoints: procs.ClientAddrs()})
+		setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		w.Setup(setupCtx)
+		w.Start(3, 1, 2, 11)
+		DeferCleanup(w.Stop)
+		Eventually(w.Acked, "10s").Should(BeNumerically(">", 20), "the load runs through the elected leader")
+
+		killed := time.Now()
+		_, err := procs.Member(int(old)).Kill()
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(condition(ctx, c, dbv1.ConditionFailingOver)).Should(HavePrefix("True/"))
+		id, next := failedOver(old, epoch)
+		outage("failover after SIGKILL of the leader", killed)
+		Expect(epochRecord(ctx, ns)().GetCut()).To(HaveKey(epoch), "the decided record keeps what survives of epoch %d", epoch)
+		Expect(eventReasons(ctx, c)()).To(ContainElement(ReasonLeaderUnhealthy))
+		fmt.Fprintf(GinkgoWriter, "member %d killed in epoch %d; member %d leads epoch %d\n", old, epoch, id, next)
+
+		acked := w.Acked()
+		Eventually(w.Acked, "10s").Should(BeNumerically(">", acked+20), "the load goes on with the new leader")
+		w.Stop()
+		verify(id)
+	})
+
+	It("fences a leader paused with SIGSTOP past failover.timeout: after it resumes it acknowledges nothing", func() {
+		dead, _ := leader()
+		for _, m := range procs.Members {
+			if !m.Running() {
+				Expect(m.Restart(30 * time.Second)).To(Succeed(), "the member killed before restarts empty")
+				dead = uint32(m.ID)
 			}
-			return roles
-		}).Should(Equal([]string{"db-1:Follower:true", "db-2:Follower:true", "db-3:Follower:true"}))
-
-		// Today's rolisd cannot fail over; once the replication layer is
-		// built, the same cluster elects a leader. Either way the operator
-		// must end in a clear state.
+		}
+		By("the restarted member catches up by state transfer and follows")
 		Eventually(func() string {
-			if d := condition(ctx, c, dbv1.ConditionDegraded)(); strings.HasPrefix(d, "True/"+ReasonFailoverUnsupported) {
-				return "unsupported"
+			for _, m := range getCluster(ctx, c).Status.Members {
+				if m.Name == pod(dead) {
+					return m.Role
+				}
 			}
-			if strings.HasPrefix(condition(ctx, c, dbv1.ConditionAvailable)(), "True/") {
-				return "elected"
-			}
-			return "pending"
-		}, "30s").ShouldNot(Equal("pending"))
+			return "absent"
+		}, "60s").Should(Equal("Follower"))
 
-		if strings.HasPrefix(condition(ctx, c, dbv1.ConditionAvailable)(), "True/") {
-			By("rolisd has the replication layer: a leader was elected")
-			Expect(epochRecord(ctx, ns)().GetEpoch()).To(BeNumerically(">=", 1))
-			Eventually(podRoles(ctx, c)).Should(ContainElement("leader"))
-			return
+		old, epoch := leader()
+		w.Start(3, 1, 2, 23)
+		acked := w.Acked()
+		Eventually(w.Acked, "10s").Should(BeNumerically(">", acked+20))
+		// A client that stays on the old leader (no redirects).
+		pinned, err := client.New(ctx, client.Config{Endpoints: []string{procs.Member(int(old)).ClientAddr}, MaxRedirects: -1})
+		Expect(err).NotTo(HaveOccurred())
+		defer pinned.Close() //nolint:errcheck
+
+		paused := time.Now()
+		Expect(procs.Member(int(old)).Pause()).To(Succeed())
+		id, next := failedOver(old, epoch)
+		outage("failover after SIGSTOP of the leader", paused)
+
+		By("the old leader resumes: the new epoch fences it")
+		Expect(procs.Member(int(old)).Resume()).To(Succeed())
+		var fenced []string
+		for i := 0; i < 20; i++ {
+			key := fmt.Sprintf("fence/%02d", i)
+			err := w.Insert(pinned, key)
+			Expect(err).To(HaveOccurred(), "the deposed leader acknowledged %s", key)
+			fenced = append(fenced, key)
+			time.Sleep(50 * time.Millisecond)
 		}
-
-		By("rolisd has no replication layer: Degraded, nothing decided, no hot loop")
-		Expect(condition(ctx, c, dbv1.ConditionDegraded)()).To(ContainSubstring("answered UNIMPLEMENTED to Prepare"))
-		Expect(condition(ctx, c, dbv1.ConditionAvailable)()).To(HavePrefix("False/NoLeader"))
-		Expect(epochRecord(ctx, ns)().GetEpoch()).To(BeZero())
-		Expect(eventNotes(ctx, c, ReasonFailoverUnsupported)).NotTo(BeEmpty())
-
-		prepares := func() int {
-			n := 0
-			for _, p := range procs {
-				n += p.requests("PrepareFailover")
+		Eventually(func() rolisv1.Role {
+			st, err := memberStatus(procs.Member(int(old)).AdminAddr)
+			if err != nil {
+				return rolisv1.Role_ROLE_UNSPECIFIED
 			}
-			return n
+			return st.GetRole()
+		}, "30s").Should(Or(Equal(rolisv1.Role_FOLLOWER), Equal(rolisv1.Role_CATCHING_UP)), "the old leader steps down")
+		Expect(epochRecord(ctx, ns)().GetLeaderId()).To(Equal(id), "no further failover: the resumed member is not the leader")
+		Expect(podRoles(ctx, c)()).To(Equal(rolesWithLeader(id)))
+
+		acked = w.Acked()
+		Eventually(w.Acked, "10s").Should(BeNumerically(">", acked+20), "the load goes on with the new leader")
+		w.Stop()
+		state := verify(id)
+		for _, k := range fenced {
+			Expect(state).NotTo(HaveKey(k), "a write sent to the fenced leader reached the new epoch")
 		}
-		Expect(prepares()).To(Equal(1))
-		Consistently(prepares, "3s", "500ms").Should(Equal(1), "backoff (failover.timeout, doubling), no hot loop")
-		Expect(podRoles(ctx, c)()).NotTo(ContainElement("leader"))
+		fmt.Fprintf(GinkgoWriter, "member %d paused in epoch %d; member %d leads epoch %d\n", old, epoch, id, next)
+		Expect(strings.Join(eventNotes(ctx, c, ReasonPromoted), "\n")).To(ContainSubstring(fmt.Sprintf("leads epoch %d", next)))
 	})
 })

@@ -71,7 +71,8 @@ type Driver struct {
 	Timeouts Timeouts
 	Observer Observer
 	// ClientAddress is the client address of a member, announced to the
-	// others so they can redirect clients to the leader.
+	// others so they can redirect clients to the leader, when the members'
+	// Status does not say where the leader serves clients.
 	ClientAddress func(id int32) string
 }
 
@@ -192,8 +193,8 @@ func (d *Driver) open(ctx context.Context, c AdminClient, name string, rec *roli
 // Announce tells the given members the decided record and its leader. It
 // returns the members that could not be told (they are told again later).
 func (d *Driver) Announce(ctx context.Context, targets []Target, members []Member, rec *rolisv1.EpochRecord) []error {
-	leaderAddr := ""
-	if d.ClientAddress != nil {
+	leaderAddr := AdvertisedClientAddress(members, int32(rec.GetLeaderId()))
+	if leaderAddr == "" && d.ClientAddress != nil {
 		leaderAddr = d.ClientAddress(int32(rec.GetLeaderId()))
 	}
 	var errs []error

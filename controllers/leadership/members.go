@@ -104,6 +104,38 @@ func Probe(ctx context.Context, d Dialer, targets []Target, base []Member, timeo
 	return out
 }
 
+// AdvertisedClientAddress is the client address member id advertises
+// (rolisd's --advertise-address, or its listen address), as its own Status
+// reports it, else as another member learned it; "" when no one says.
+// Followers hand it to clients in redirects, so it must be the address the
+// member really serves on: in Kubernetes its stable DNS name, in tests a
+// loopback port.
+func AdvertisedClientAddress(members []Member, id int32) string {
+	find := func(m *Member) string {
+		for _, e := range m.Status.GetMembers() {
+			if e.GetId() == uint32(id) {
+				return e.GetClientAddress()
+			}
+		}
+		return ""
+	}
+	for i := range members {
+		if members[i].ID == id && members[i].Reachable() {
+			if a := find(&members[i]); a != "" {
+				return a
+			}
+		}
+	}
+	for i := range members {
+		if members[i].Reachable() {
+			if a := find(&members[i]); a != "" {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
 // Majority is the size of a majority of n members.
 func Majority(n int) int { return n/2 + 1 }
 
