@@ -23,8 +23,11 @@ import (
 // the shape of the failover protocol (promises from a majority, decided
 // records, fencing of older epochs) without any replication: enough to drive
 // the operator's state machine end to end over real gRPC. It is not a
-// replication test; a real 3-process test plugs in with the replication
-// layer (see docs/operator.md).
+// replication test: leadership against real rolisd processes is tested in
+// rolisd_test.go. The fakes stay where a real rolisd cannot easily be made
+// to do something: an operator that stopped between the decision and
+// OpenEpoch, a rolisd without the replication layer (UNIMPLEMENTED),
+// membership changes (which rolisd does not implement yet).
 //
 // With unimplemented set, the members behave like today's rolisd started with
 // --peers: Status answers (role FOLLOWER, epoch 0) and every failover and
@@ -85,15 +88,6 @@ func (m *fakeMember) kill() {
 	m.up = false
 	m.cl.mu.Unlock()
 	m.srv.Stop()
-}
-
-// restart brings a killed member back on its address, as a follower.
-func (m *fakeMember) restart() {
-	addr := m.addr()
-	m.cl.mu.Lock()
-	m.st.Role = rolisv1.Role_FOLLOWER
-	m.cl.mu.Unlock()
-	m.start(addr)
 }
 
 func (fc *fakeCluster) stop() {

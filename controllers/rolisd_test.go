@@ -183,6 +183,19 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 		Expect(st.Members).To(HaveLen(3))
 	})
 
+	It("does not fail over a leader paused for less than failover.timeout", func() {
+		id, epoch := leader()
+		m := procs.Member(int(id))
+		Expect(m.Pause()).To(Succeed())
+		// Resume as soon as the operator noticed: well within the timeout.
+		Eventually(condition(ctx, c, dbv1.ConditionFailingOver), failoverTimeout).Should(HavePrefix("True/" + ReasonLeaderUnhealthy))
+		Expect(m.Resume()).To(Succeed())
+		Eventually(condition(ctx, c, dbv1.ConditionFailingOver)).Should(HavePrefix("False/"))
+		Eventually(condition(ctx, c, dbv1.ConditionAvailable)).Should(HavePrefix("True/" + ReasonLeaderServing))
+		Consistently(func() uint64 { return epochRecord(ctx, ns)().GetEpoch() }, failoverTimeout).Should(Equal(epoch))
+		Expect(podRoles(ctx, c)()).To(Equal(rolesWithLeader(id)))
+	})
+
 	It("fails over a leader killed with SIGKILL under load, losing no acknowledged transaction", func() {
 		old, epoch := leader()
 		w = ledger.New(GinkgoTB(), client.Config{Endpoints: procs.ClientAddrs()})
@@ -210,13 +223,14 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 	})
 
 	It("fences a leader paused with SIGSTOP past failover.timeout: after it resumes it acknowledges nothing", func() {
-		dead, _ := leader()
+		var dead uint32
 		for _, m := range procs.Members {
 			if !m.Running() {
-				Expect(m.Restart(30 * time.Second)).To(Succeed(), "the member killed before restarts empty")
+				Expect(m.Restart(30*time.Second)).To(Succeed(), "the member killed before restarts empty")
 				dead = uint32(m.ID)
 			}
 		}
+		Expect(dead).NotTo(BeZero(), "the previous spec killed a member")
 		By("the restarted member catches up by state transfer and follows")
 		Eventually(func() string {
 			for _, m := range getCluster(ctx, c).Status.Members {
