@@ -25,8 +25,8 @@ import (
 // the operator's state machine end to end over real gRPC. It is not a
 // replication test: leadership against real rolisd processes is tested in
 // rolisd_test.go. The fakes stay where a real rolisd cannot easily be made
-// to do something: an operator that stopped between the decision and
-// OpenEpoch, a rolisd without the replication layer (UNIMPLEMENTED),
+// to do something: counting the failover calls of a cluster without a
+// majority, a rolisd without the replication layer (UNIMPLEMENTED),
 // membership changes (which rolisd does not implement yet).
 //
 // With unimplemented set, the members behave like today's rolisd started with

@@ -52,10 +52,10 @@ var _ = Describe("Leadership", func() {
 
 	addrOf := func(id int32) string { return fc.members[uint32(id)].addr() }
 
-	// Election, failover of a dead or paused leader, the fence and a leader
-	// that recovers in time run against real rolisd processes
-	// (rolisd_test.go). The fakes stay for what a real rolisd cannot easily
-	// be made to do.
+	// Election, failover of a dead or paused leader, the fence, a leader
+	// that recovers in time and resuming a decided record run against real
+	// rolisd processes (rolisd_test.go). The fakes stay for what a real
+	// rolisd cannot easily be made to do.
 	Context("with members that follow the failover protocol", func() {
 		BeforeEach(func() {
 			fc = newFakeCluster(3, false)
@@ -72,32 +72,6 @@ var _ = Describe("Leadership", func() {
 			Eventually(condition(ctx, c, dbv1.ConditionDegraded), "15s").Should(HavePrefix("True/NoQuorum"))
 			Expect(epochRecord(ctx, ns)().GetEpoch()).To(Equal(uint64(1)))
 			Expect(fc.count(3, "PrepareFailover")).To(BeZero(), "no promotion without a majority")
-		})
-
-		It("finishes a decided promotion whose leader did not open (operator stopped in between)", func() {
-			Eventually(condition(ctx, c, dbv1.ConditionReady)).Should(HavePrefix("True/"))
-			// Make member 1 a candidate that promised epoch 2, and decide
-			// epoch 2 for it in the store, as if the operator had died
-			// right after the compare-and-set.
-			fc.mu.Lock()
-			for _, m := range fc.members {
-				m.st.PromisedEpoch = 2
-				if m.st.Role == rolisv1.Role_LEADER {
-					m.st.Role = rolisv1.Role_FOLLOWER
-				}
-			}
-			fc.members[1].st.Role = rolisv1.Role_CANDIDATE
-			fc.mu.Unlock()
-			store := &leadership.ConfigMapStore{Reader: k8s, Writer: k8s, Key: byKey(ns, "db-epoch")}
-			from, err := store.Load(ctx)
-			Expect(err).NotTo(HaveOccurred())
-			_, err = store.CompareAndSwap(ctx, from.Version, &rolisv1.EpochRecord{Epoch: 2, LeaderId: 1, Watermark: &rolisv1.LogKey{Epoch: 1}})
-			Expect(err).NotTo(HaveOccurred())
-
-			Eventually(func() rolisv1.Role { return fc.status(1).GetRole() }).Should(Equal(rolisv1.Role_LEADER))
-			Expect(epochRecord(ctx, ns)().GetEpoch()).To(Equal(uint64(2)), "resuming decides nothing new")
-			Eventually(podRoles(ctx, c)).Should(HaveKeyWithValue("db-1", "leader"))
-			Eventually(eventReasons(ctx, c)).Should(ContainElement(ReasonLeaderOpening))
 		})
 	})
 

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/leadership"
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 	"github.com/rolisdb/rolis/internal/ledger"
 	"github.com/rolisdb/rolis/internal/testserver"
@@ -284,5 +285,50 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 		}
 		fmt.Fprintf(GinkgoWriter, "member %d paused in epoch %d; member %d leads epoch %d\n", old, epoch, id, next)
 		Expect(strings.Join(eventNotes(ctx, c, ReasonPromoted), "\n")).To(ContainSubstring(fmt.Sprintf("leads epoch %d", next)))
+	})
+
+	// The test plays an operator that died right after its compare-and-set:
+	// PrepareFailover on a follower, the record decided in the ConfigMap,
+	// no OpenEpoch. The running operator must open exactly that record (the
+	// candidate compares it with what it proposed, so the record must come
+	// back from the ConfigMap unchanged) and decide nothing new.
+	It("opens a decided record whose candidate an earlier operator left unopened", func() {
+		old, _ := leader()
+		var cand *testserver.Member
+		top := uint64(0)
+		for _, m := range procs.Members {
+			st, err := memberStatus(m.AdminAddr)
+			Expect(err).NotTo(HaveOccurred())
+			top = max(top, st.GetEpoch(), st.GetPromisedEpoch(), st.GetDecided().GetEpoch())
+			if uint32(m.ID) != old && st.GetRole() == rolisv1.Role_FOLLOWER && cand == nil {
+				cand = m
+			}
+		}
+		Expect(cand).NotTo(BeNil(), "a caught-up follower")
+		store := &leadership.ConfigMapStore{Reader: k8s, Writer: k8s, Key: byKey(ns, "db-epoch")}
+		from, err := store.Load(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		admin, err := leadership.GRPCDialer{Resolver: leadership.ResolverFunc(func(leadership.Target) (string, error) {
+			return cand.AdminAddr, nil
+		})}.Dial(ctx, leadership.Target{})
+		Expect(err).NotTo(HaveOccurred())
+		defer admin.Close() //nolint:errcheck
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		prep, err := admin.PrepareFailover(pctx, &rolisv1.PrepareFailoverRequest{NewEpoch: top + 1, LastDecided: from.Record})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = store.CompareAndSwap(ctx, from.Version, prep.GetProposed())
+		Expect(err).NotTo(HaveOccurred())
+
+		id, epoch := leader()
+		Expect(id).To(Equal(uint32(cand.ID)))
+		Expect(epoch).To(Equal(top+1), "resuming decides nothing new")
+		Eventually(podRoles(ctx, c)).Should(Equal(rolesWithLeader(id)))
+		Expect(eventReasons(ctx, c)()).To(ContainElement(ReasonLeaderOpening))
+		w.Start(1, 0, 1, 31)
+		acked := w.Acked()
+		Eventually(w.Acked, "10s").Should(BeNumerically(">", acked+20), "the resumed leader takes writes")
+		w.Stop()
+		verify(id)
 	})
 })
