@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Kubernetes part of the main job (hack/main.sh): local cluster and
+# images (ensure.sh), helm install of the operator, kubectl apply of the
+# sample RolisCluster, a short load with rolisctl through the client Service
+# (from a pod of the rolis-tools image), kubectl get rolisclusters and the
+# cluster's status. Idempotent: a re-run upgrades and re-applies in place and
+# leaves the cluster and the database running.
+source "$(dirname "$0")/lib.sh"
+SAMPLE="$ROOT/config/samples/db_v1alpha1_roliscluster.yaml"
+NAME=rolis-sample NS="${MAIN_NAMESPACE:-default}"
+TAG="${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$ROOT/charts/rolis-operator/Chart.yaml")}"
+ensure_helm
+
+step "local cluster and images" "$KIND_DIR/ensure.sh"
+step "helm upgrade --install rolis-operator (namespace rolis-system)" \
+  helm --kube-context "kind-$KIND_CLUSTER" upgrade --install rolis-operator "$ROOT/charts/rolis-operator" \
+    -n rolis-system --create-namespace --wait --timeout 5m
+step "kubectl apply -f config/samples/db_v1alpha1_roliscluster.yaml" kubectl -n "$NS" apply -f "$SAMPLE"
+wait_ready() {
+  kubectl -n "$NS" wait --for=condition=Ready "roliscluster/$NAME" --timeout=300s >/dev/null || {
+    kubectl -n "$NS" get roliscluster "$NAME" -o yaml; kubectl -n "$NS" get pods -o wide; return 1; }
+  kubectl -n "$NS" get roliscluster "$NAME" \
+    -o jsonpath='    leader {.status.leader}, epoch {.status.epoch}, watermark {.status.watermark.epoch}.{.status.watermark.ts}{"\n"}' >&2
+}
+step "waiting until $NAME is Ready (members up, leader elected)" wait_ready
+
+# rolisctl in a pod of the tools image, through the client Service (which
+# selects the leader), then the status of every member through the admin port.
+load() {
+  local pod=rolisctl-main
+  kubectl -n "$NS" delete pod "$pod" --ignore-not-found --wait=true >/dev/null
+  kubectl -n "$NS" run "$pod" --restart=Never --image="rolis/rolis-tools:$TAG" --image-pull-policy=IfNotPresent \
+    --command -- /bin/bash -ec "
+      ctl() { rolisctl --endpoint=$NAME:7000 \"\$@\"; }
+      echo '\$ rolisctl put greeting hello; rolisctl get greeting'
+      ctl put greeting hello; ctl get greeting
+      echo '\$ rolisctl bench --workload=ycsbpp --seconds=5 --keys=10000'
+      ctl bench --workload=ycsbpp --seconds=5 --warmup=1 --keys=10000 --json | tail -n 12
+      echo '\$ rolisctl status (admin port of member 1; it reports the others)'
+      rolisctl --endpoint=$NAME-1.$NAME-peers:7001 status" >/dev/null
+  local phase=""
+  for _ in $(seq 180); do
+    phase=$(kubectl -n "$NS" get pod "$pod" -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    [[ "$phase" == Succeeded || "$phase" == Failed ]] && break
+    sleep 1
+  done
+  kubectl -n "$NS" logs "$pod"
+  kubectl -n "$NS" delete pod "$pod" --wait=false >/dev/null
+  [ "$phase" = Succeeded ] || die "the rolisctl pod ended $phase"
+}
+step "a short load with rolisctl through the client Service" load
+step "kubectl get rolisclusters" kubectl -n "$NS" get rolisclusters -o wide
+step "kubectl get pods" kubectl -n "$NS" get pods -l app.kubernetes.io/instance="$NAME" -L role -o wide
+total_time
