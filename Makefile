@@ -105,7 +105,7 @@ clean:
 
 # ---- Images, Helm chart and the local Kind cluster (docs/packaging.md) ----
 # None of these is a prerequisite of `test`: the Kind cluster is opt-in.
-.PHONY: images kind-up kind-down kind-load helm-lint
+.PHONY: images kind-up kind-down kind-load helm-lint e2e e2e-full
 
 # Images from the binaries `make build` put in bin/ (run it first).
 images:
@@ -122,3 +122,12 @@ kind-load:
 
 helm-lint:
 	hack/kind/helm-lint.sh
+
+# End-to-end suite on the Kind cluster (e2e/, docs/e2e.md); brings the cluster
+# up and loads the images first when needed. e2e: the quick subset (install,
+# leader pod deleted, follower killed); e2e-full: every scenario.
+e2e: build
+	hack/e2e.sh quick
+
+e2e-full: build
+	hack/e2e.sh full

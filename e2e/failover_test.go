@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// loseLeader runs fault against the leader under load and checks that a new
+// leader of a newer epoch is reported within the failover bound and that
+// writes resume; it prints the failover gap (fault to first acknowledged
+// write) and returns the old leader's pod.
+func (d *database) loseLeader(what string, fault func(pod string)) string {
+	GinkgoHelper()
+	c := d.cluster()
+	old, epoch := c.Status.Leader, c.Status.Epoch
+	By(what + " " + old)
+	lost := time.Now()
+	fault(old)
+	c = d.waitNewLeader(epoch, E.FailoverBound)
+	elected := time.Since(lost)
+	d.writesFlowing(E.FailoverBound)
+	gap := d.failoverGap(lost)
+	GinkgoWriter.Printf("%s %s: %s leads epoch %d after %v; failover gap (fault to first acknowledged write) %v\n",
+		what, old, c.Status.Leader, c.Status.Epoch, elected.Round(time.Millisecond), gap.Round(time.Millisecond))
+	AddReportEntry("failover gap", gap.Round(time.Millisecond).String())
+	AddReportEntry("new leader after", elected.Round(time.Millisecond).String())
+	return old
+}
+
+// failoverGap measures, after a fault at lost, the time until the first
+// acknowledged write issued once the cluster had stopped acknowledging: the
+// first failed availability probe marks that moment (a leader that shuts
+// down gracefully still answers for a moment after the fault). With no
+// failed probe it is the time to the first write acknowledged after lost.
+func (d *database) failoverGap(lost time.Time) time.Duration {
+	GinkgoHelper()
+	from := lost
+	if f, ok := d.avail.firstFailureAfter(lost); ok {
+		from = f
+	}
+	gap, ok := d.w.FirstAckAfter(from)
+	Expect(ok).To(BeTrue(), "no write acknowledged after the fault")
+	return from.Sub(lost) + gap
+}
+
+// loadedSample is the sample cluster of a new namespace with the workload
+// running and acknowledging writes.
+func loadedSample(prefix string, seed uint64) *database {
+	GinkgoHelper()
+	d := createSample(prefix)
+	d.startLoad(seed)
+	d.writesFlowing(30 * time.Second)
+	return d
+}
+
+// rejoinAndVerify waits until the pod runs again under a new uid (uid ""
+// when only its container restarted) and the cluster is Ready, then runs the
+// ledger checks.
+func (d *database) rejoinAndVerify(pod, uid string) {
+	GinkgoHelper()
+	By("letting " + pod + " come back and catch up")
+	if uid != "" {
+		waitPodReplaced(d.ns, pod, uid, 3*time.Minute)
+	} else {
+		time.Sleep(5 * time.Second)
+	}
+	waitReady(d.ns, d.name, 3*time.Minute)
+	time.Sleep(2 * time.Second)
+	d.verify()
+}
+
+var _ = Describe("Failover under load", func() {
+	It("leader pod deleted: a new leader within the bound, writes resume, no acknowledged transaction lost",
+		Label("quick", "chaos", "leader-delete"), func() {
+			d := loadedSample("e2e-leader", 1)
+			var uid string
+			old := d.loseLeader("deleting the leader pod", func(pod string) {
+				uid = podUID(d.ns, pod)
+				must(time.Minute, "-n", d.ns, "delete", "pod", pod, "--wait=false")
+			})
+			d.rejoinAndVerify(old, uid)
+		})
+
+	It("follower killed (SIGKILL, pod force-deleted): writes go on, it rejoins empty and catches up",
+		Label("quick", "chaos", "follower-kill"), func() {
+			d := loadedSample("e2e-follower", 2)
+			c := d.cluster()
+			var follower string
+			for _, p := range d.pods {
+				if p != c.Status.Leader {
+					follower = p
+					break
+				}
+			}
+			By("killing follower " + follower)
+			uid := podUID(d.ns, follower)
+			must(time.Minute, "-n", d.ns, "delete", "pod", follower, "--grace-period=0", "--force", "--wait=false")
+			d.writesFlowing(10 * time.Second) // the majority goes on without it
+			Expect(d.cluster().Status.Epoch).To(Equal(c.Status.Epoch), "a follower's loss must not cause a failover")
+			d.rejoinAndVerify(follower, uid)
+		})
+
+	It("leader's rolisd killed with SIGKILL from its node: failover, the container restarts and rejoins",
+		Label("chaos", "leader-kill9"), func() {
+			d := loadedSample("e2e-kill9", 3)
+			old := d.loseLeader("kill -9 of rolisd in the leader pod", func(pod string) { signalMember(d.ns, pod, "KILL") })
+			d.rejoinAndVerify(old, "")
+		})
+
+	It("leader paused (SIGSTOP) past the failover timeout, then resumed: it is fenced and rejoins",
+		Label("chaos", "leader-pause"), func() {
+			d := loadedSample("e2e-pause", 4)
+			var paused string
+			DeferCleanup(func() {
+				if paused != "" {
+					signalMember(d.ns, paused, "CONT")
+				}
+			})
+			old := d.loseLeader("SIGSTOP of the leader", func(pod string) {
+				signalMember(d.ns, pod, "STOP")
+				paused = pod
+			})
+			time.Sleep(2 * time.Second)
+			By("resuming " + old)
+			signalMember(d.ns, old, "CONT")
+			paused = ""
+			Expect(d.cluster().Status.Leader).NotTo(Equal(old))
+			d.rejoinAndVerify(old, "")
+		})
+})

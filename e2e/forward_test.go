@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/rolisdb/rolis/controllers/specs"
+)
+
+// forwards keeps one `kubectl port-forward` per member pod on fixed local
+// ports (the client and admin ports), and starts it again when it ends (the pod was deleted, restarted or
+// not running yet), so a client configured with every member's local
+// address reaches whichever member leads. A member's not-leader reply names
+// the leader by its in-cluster DNS name, which does not resolve here; the
+// client then tries the next configured endpoint.
+type forwards struct {
+	ns     string
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	addrs  map[string][2]string // pod -> local client and admin address
+	pods   []string
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() int {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		Fail(err.Error())
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// forward starts port-forwards to the client and admin ports of every pod;
+// they stop at the end of the spec.
+func forward(ns string, pods []string) *forwards {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &forwards{ns: ns, cancel: cancel, addrs: map[string][2]string{}, pods: pods}
+	for _, p := range pods {
+		cp, ap := freePort(), freePort()
+		f.addrs[p] = [2]string{fmt.Sprintf("127.0.0.1:%d", cp), fmt.Sprintf("127.0.0.1:%d", ap)}
+		f.wg.Add(1)
+		go f.keep(ctx, p, fmt.Sprintf("%d:%d", cp, specs.ClientPort), fmt.Sprintf("%d:%d", ap, specs.AdminPort))
+	}
+	DeferCleanup(f.stop)
+	return f
+}
+
+func (f *forwards) keep(ctx context.Context, pod string, ports ...string) {
+	defer f.wg.Done()
+	for ctx.Err() == nil {
+		args := []string{"--context", E.Context, "-n", f.ns, "port-forward", "--address", "127.0.0.1", "pod/" + pod}
+		cmd := exec.CommandContext(ctx, E.Kubectl, append(args, ports...)...)
+		_ = cmd.Run() // ends when the pod goes away; start again
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (f *forwards) stop() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// endpoints are the local client addresses of every member, in pod order.
+func (f *forwards) endpoints() []string {
+	out := make([]string, 0, len(f.pods))
+	for _, p := range f.pods {
+		out = append(out, f.addrs[p][0])
+	}
+	return out
+}
+
+// clientAddr and adminAddr are the local addresses of one pod's ports.
+func (f *forwards) clientAddr(pod string) string { return f.addrs[pod][0] }
+func (f *forwards) adminAddr(pod string) string  { return f.addrs[pod][1] }

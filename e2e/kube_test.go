@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/specs"
+)
+
+const (
+	operatorNS      = "rolis-system"
+	operatorRelease = "rolis-operator"
+	sampleFile      = "config/samples/db_v1alpha1_roliscluster.yaml"
+	sampleName      = "rolis-sample"
+)
+
+// run runs a command with a time limit and returns its combined output.
+func run(limit time.Duration, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = E.Root
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s %s: timed out after %v", name, strings.Join(args, " "), limit)
+	}
+	return string(out), err
+}
+
+func kubectl(limit time.Duration, args ...string) (string, error) {
+	return run(limit, E.Kubectl, append([]string{"--context", E.Context}, args...)...)
+}
+
+func helm(limit time.Duration, args ...string) (string, error) {
+	return run(limit, E.Helm, append([]string{"--kube-context", E.Context}, args...)...)
+}
+
+// must runs kubectl and fails the spec on error.
+func must(limit time.Duration, args ...string) string {
+	GinkgoHelper()
+	out, err := kubectl(limit, args...)
+	Expect(err).NotTo(HaveOccurred(), "kubectl %s: %s", strings.Join(args, " "), out)
+	return out
+}
+
+// installOperator installs (or upgrades to) the chart of this checkout.
+func installOperator() {
+	GinkgoHelper()
+	start := time.Now()
+	out, err := helm(5*time.Minute, "upgrade", "--install", operatorRelease, "charts/rolis-operator",
+		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "4m")
+	Expect(err).NotTo(HaveOccurred(), "helm upgrade --install: %s", out)
+	GinkgoWriter.Printf("operator installed in %v\n", time.Since(start).Round(time.Second))
+}
+
+// newNamespace makes a namespace for one spec and deletes it afterwards
+// (with what is in it), saving its state first when the spec failed.
+func newNamespace(prefix string) string {
+	GinkgoHelper()
+	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000)
+	must(30*time.Second, "create", "namespace", ns)
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			saveArtifacts(ns)
+		}
+		out, err := kubectl(3*time.Minute, "delete", "namespace", ns, "--wait=true", "--timeout=150s")
+		if err != nil {
+			GinkgoWriter.Printf("deleting namespace %s: %v %s\n", ns, err, out)
+		}
+	})
+	return ns
+}
+
+// getCluster reads a RolisCluster as kubectl shows it.
+func getCluster(ns, name string) (*dbv1.RolisCluster, error) {
+	out, err := kubectl(20*time.Second, "-n", ns, "get", "roliscluster", name, "-o", "json")
+	if err != nil {
+		return nil, fmt.Errorf("%v: %s", err, out)
+	}
+	var c dbv1.RolisCluster
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func isReady(c *dbv1.RolisCluster) bool {
+	return meta.IsStatusConditionTrue(c.Status.Conditions, dbv1.ConditionReady) &&
+		c.Status.ObservedGeneration == c.Generation
+}
+
+// waitReady waits until the cluster is Ready with a leader; it returns it.
+func waitReady(ns, name string, limit time.Duration) *dbv1.RolisCluster {
+	GinkgoHelper()
+	var c *dbv1.RolisCluster
+	Eventually(func(g Gomega) {
+		var err error
+		c, err = getCluster(ns, name)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(isReady(c)).To(BeTrue(), "conditions: %v", c.Status.Conditions)
+		g.Expect(c.Status.Leader).NotTo(BeEmpty())
+	}).WithTimeout(limit).WithPolling(time.Second).Should(Succeed())
+	return c
+}
+
+// applySample applies config/samples (the file users apply) in ns.
+func applySample(ns string) {
+	GinkgoHelper()
+	must(time.Minute, "-n", ns, "apply", "-f", sampleFile)
+}
+
+// podNames are the member pods of a cluster of n replicas (StatefulSet
+// ordinals start at specs.FirstOrdinal, the members' ids).
+func podNames(name string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", name, int(specs.FirstOrdinal)+i)
+	}
+	return out
+}
+
+func describe(c *dbv1.RolisCluster) string {
+	w := "-"
+	if c.Status.Watermark != nil {
+		w = fmt.Sprintf("%d.%d", c.Status.Watermark.Epoch, c.Status.Watermark.TS)
+	}
+	return fmt.Sprintf("phase %s leader %s epoch %d watermark %s ready %d/%d", c.Status.Phase, c.Status.Leader,
+		c.Status.Epoch, w, c.Status.ReadyReplicas, c.Status.Replicas)
+}
+
+// podUID is the uid of a pod ("" when absent).
+func podUID(ns, pod string) string {
+	out, err := kubectl(20*time.Second, "-n", ns, "get", "pod", pod, "-o", "jsonpath={.metadata.uid}")
+	if err != nil {
+		return ""
+	}
+	return out
+}
+
+// waitPodReplaced waits until pod runs again under a new uid and is Ready.
+func waitPodReplaced(ns, pod, oldUID string, limit time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		out, err := kubectl(20*time.Second, "-n", ns, "get", "pod", pod, "-o",
+			`jsonpath={.metadata.uid} {.status.conditions[?(@.type=="Ready")].status}`)
+		g.Expect(err).NotTo(HaveOccurred())
+		f := strings.Fields(out)
+		g.Expect(f).To(HaveLen(2))
+		g.Expect(f[0]).NotTo(Equal(oldUID))
+		g.Expect(f[1]).To(Equal("True"))
+	}).WithTimeout(limit).WithPolling(time.Second).Should(Succeed())
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The end-to-end suite (e2e/, docs/e2e.md) on the local Kind cluster:
+#   hack/e2e.sh quick   `make e2e`: install, leader pod deleted, follower killed
+#   hack/e2e.sh full    `make e2e-full`: every scenario
+# Brings the cluster up when it is not (hack/kind/ensure.sh: kind-up if
+# needed, images, kind-load), then runs the Ginkgo suite with the label
+# filter. E2E_ARGS adds go test / Ginkgo flags (e.g. -ginkgo.focus=...).
+# Artifacts of failed specs and the workload histories: build/e2e-artifacts.
+source "$(dirname "$0")/kind/lib.sh"
+case "${1:-quick}" in
+  quick) filter=quick ;;
+  full)  filter="" ;;
+  *) die "usage: hack/e2e.sh quick|full" ;;
+esac
+step "local cluster and images" "$KIND_DIR/ensure.sh"
+ensure_helm
+args=(-count=1 -timeout 120m ./e2e/ -ginkgo.v -ginkgo.show-node-events)
+[ -z "$filter" ] || args+=(-ginkgo.label-filter="$filter")
+run_suite() { cd "$ROOT" && ROLIS_E2E=1 KUBECTL="$K8S_BIN/kubectl" HELM="$TOOLS_BIN/helm" KUBE_CONTEXT="kind-$KIND_CLUSTER" \
+  "${NICE[@]}" go test "${args[@]}" ${E2E_ARGS:-}; }
+step "e2e suite (${filter:-all scenarios})" run_suite
+total_time
