@@ -70,7 +70,7 @@ for status and failover.`,
 
 	root.AddCommand(
 		newGetCmd(g), newPutCmd(g), newDeleteCmd(g), newScanCmd(g), newTxnCmd(g),
-		newStatusCmd(g), newFailoverCmd(g), newLoadCmd(g), newBenchCmd(g),
+		newStatusCmd(g), newFailoverCmd(g), newMembershipCmd(g), newLoadCmd(g), newBenchCmd(g),
 	)
 	return root
 }

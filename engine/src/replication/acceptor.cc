@@ -192,17 +192,17 @@ DecidedPtr ControlAcceptor::latest() const {
 bool ControlAcceptor::Learn(const DecidedPtr& d) {
   if (!d) return false;
   std::lock_guard<std::mutex> g(mu_);
-  if (latest_ && latest_->record.epoch >= d->record.epoch) return false;
+  if (latest_ && !NewerRecord(*d, *latest_)) return false;
   latest_ = d;
   // Instances before the newest record are settled: forget them.
-  instances_.erase(instances_.begin(), instances_.lower_bound(d->record.epoch));
+  instances_.erase(instances_.begin(), instances_.lower_bound(InstanceAfter(d.get())));
   return true;
 }
 
 ControlAcceptor::Vote ControlAcceptor::Current() const {
   std::lock_guard<std::mutex> g(mu_);
   Vote v;
-  v.instance = latest_ ? latest_->record.epoch : 0;
+  v.instance = InstanceAfter(latest_.get());
   if (auto it = instances_.find(v.instance); it != instances_.end()) {
     v.promised = it->second.promised;
     v.accepted_ballot = it->second.accepted_ballot;
@@ -213,8 +213,7 @@ ControlAcceptor::Vote ControlAcceptor::Current() const {
 
 void ControlAcceptor::Adopt(const Vote& v) {
   std::lock_guard<std::mutex> g(mu_);
-  uint64_t known = latest_ ? latest_->record.epoch : 0;
-  if (v.instance < known) return;  // settled
+  if (v.instance < InstanceAfter(latest_.get())) return;  // settled
   Instance& in = instances_[v.instance];
   in.promised = std::max(in.promised, v.promised);
   if (v.accepted && v.accepted_ballot > in.accepted_ballot) {
@@ -238,18 +237,18 @@ bool ControlAcceptor::HasAccepted() const {
   return false;
 }
 
-ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self) {
+ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self, const std::function<uint64_t()>& promised) {
   ControlReply r;
   r.from = self;
   std::lock_guard<std::mutex> g(mu_);
   if (m.kind == ControlMsg::Kind::kLearn && m.value) {
-    if (!latest_ || latest_->record.epoch < m.value->record.epoch) {
+    if (!latest_ || NewerRecord(*m.value, *latest_)) {
       latest_ = m.value;
-      instances_.erase(instances_.begin(), instances_.lower_bound(m.value->record.epoch));
+      instances_.erase(instances_.begin(), instances_.lower_bound(InstanceAfter(m.value.get())));
     }
   }
-  // The previous record travels with the proposal: its epoch was decided.
-  if (m.prev && m.prev->record.epoch == m.instance && (!latest_ || latest_->record.epoch < m.instance)) {
+  // The previous record travels with the proposal: it was decided.
+  if (m.prev && InstanceAfter(m.prev.get()) == m.instance && (!latest_ || NewerRecord(*m.prev, *latest_))) {
     latest_ = m.prev;
     instances_.erase(instances_.begin(), instances_.lower_bound(m.instance));
   }
@@ -258,13 +257,24 @@ ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self) {
     r.ok = true;
     return r;
   }
-  uint64_t known = latest_ ? latest_->record.epoch : 0;
+  uint64_t known = InstanceAfter(latest_.get());
   if (known > m.instance) {
     r.error = "a newer record is decided";
     return r;  // the compare-and-set fails: a later record exists
   }
   if (known < m.instance) {
-    r.error = "instance of an epoch not known to be decided";
+    r.error = "instance of a record not known to be decided";
+    return r;
+  }
+  // A membership change (a record of the epoch in force) is fenced like the
+  // epoch's accepts: once this member promised a newer epoch, the old
+  // leader's change cannot be chosen (read under mu_, so a Promise that
+  // reads this instance's vote after raising its epoch sees every accept
+  // made before, and none is made after).
+  if (m.kind == ControlMsg::Kind::kAccept && m.value && latest_ &&
+      m.value->record.epoch == latest_->record.epoch && promised && promised() > m.value->record.epoch) {
+    r.error = "epoch " + std::to_string(promised()) + " was promised: the membership change of epoch " +
+              std::to_string(m.value->record.epoch) + " is fenced";
     return r;
   }
   Instance& in = instances_[m.instance];

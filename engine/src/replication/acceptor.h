@@ -17,11 +17,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "membership.h"
 #include "types.h"
 
 namespace rolis::replication {
@@ -81,11 +83,14 @@ class Acceptor {
   std::atomic<size_t> bytes_{0};
 };
 
-// One member's acceptor of the control stream: instance p decides the record
-// that follows the record of epoch p.
+// One member's acceptor of the control stream: instance InstanceAfter(r)
+// decides the record that follows record r (a failover's new epoch, or a
+// membership change of the same epoch).
 class ControlAcceptor {
  public:
-  ControlReply Handle(const ControlMsg& m, uint32_t self);
+  // `promised` (if given) reads the member's promised epoch: a membership
+  // record of an older epoch is refused once a newer epoch was promised.
+  ControlReply Handle(const ControlMsg& m, uint32_t self, const std::function<uint64_t()>& promised = nullptr);
 
   DecidedPtr latest() const;
   // Learns a decided record (from an announcement, a stream, a reply).

@@ -137,35 +137,51 @@ class GrpcTransport::Sender {
 };
 
 GrpcTransport::GrpcTransport(Options o) : o_(std::move(o)) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(o_.max_message_bytes);
-  args.SetMaxSendMessageSize(o_.max_message_bytes);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  for (const Peer& p : o_.peers) {
-    auto ch = grpc::CreateCustomChannel(p.address, grpc::InsecureChannelCredentials(), args);
-    stubs_[p.id] = v1::Replication::NewStub(ch);
-    channels_[p.id] = std::move(ch);
-    for (uint32_t t = 0; t < o_.streams; t++) senders_[{p.id, t}] = std::make_unique<Sender>(this, p.id, t);
+  args_.SetMaxReceiveMessageSize(o_.max_message_bytes);
+  args_.SetMaxSendMessageSize(o_.max_message_bytes);
+  args_.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args_.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args_.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
+  args_.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+  args_.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  for (const Peer& p : o_.peers) AddPeer(p.id, p.address);
+}
+
+void GrpcTransport::AddPeer(uint32_t id, const std::string& address) {
+  if (id == o_.self || address.empty()) return;
+  std::lock_guard<std::mutex> g(peers_mu_);
+  if (stubs_.count(id)) return;  // known (an address never changes: see membership.h)
+  auto ch = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args_);
+  stubs_[id] = v1::Replication::NewStub(ch);
+  channels_[id] = std::move(ch);
+  for (uint32_t t = 0; t < o_.streams; t++) {
+    auto& s = senders_[{id, t}];
+    s = std::make_unique<Sender>(this, id, t);
+    if (started_ && !stop_.load()) s->Start();
   }
 }
 
 GrpcTransport::~GrpcTransport() { Stop(); }
 
 void GrpcTransport::Start() {
-  if (started_) return;
-  started_ = true;
-  for (auto& [k, s] : senders_) s->Start();
+  {
+    std::lock_guard<std::mutex> g(peers_mu_);
+    if (started_) return;
+    started_ = true;
+    for (auto& [k, s] : senders_) s->Start();
+  }
   if (!o_.drop_peers_file.empty()) drop_watcher_ = std::thread([this] { WatchDropFile(); });
 }
 
 void GrpcTransport::Stop() {
   if (stop_.exchange(true)) return;
   handler_.store(nullptr);
-  for (auto& [k, s] : senders_) s->Stop();
+  std::vector<Sender*> senders;
+  {
+    std::lock_guard<std::mutex> g(peers_mu_);
+    for (auto& [k, s] : senders_) senders.push_back(s.get());
+  }
+  for (Sender* s : senders) s->Stop();
   if (drop_watcher_.joinable()) drop_watcher_.join();
 }
 
@@ -209,19 +225,26 @@ void GrpcTransport::WatchDropFile() {
   }
 }
 
+// Entries are never erased: the pointers stay valid without the lock.
 v1::Replication::Stub* GrpcTransport::StubOf(uint32_t peer) const {
+  std::lock_guard<std::mutex> g(peers_mu_);
   auto it = stubs_.find(peer);
   return it == stubs_.end() ? nullptr : it->second.get();
 }
 
+GrpcTransport::Sender* GrpcTransport::SenderOf(uint32_t peer, uint32_t stream) const {
+  std::lock_guard<std::mutex> g(peers_mu_);
+  auto it = senders_.find({peer, stream});
+  return it == senders_.end() ? nullptr : it->second.get();
+}
+
 void GrpcTransport::SendAccept(uint32_t peer, const AcceptMsg& m) {
-  auto it = senders_.find({peer, m.stream});
-  if (it != senders_.end()) it->second->Push(m);
+  if (Sender* s = SenderOf(peer, m.stream)) s->Push(m);
 }
 
 size_t GrpcTransport::Queued(uint32_t peer, uint32_t stream) const {
-  auto it = senders_.find({peer, stream});
-  return it == senders_.end() ? 0 : it->second->Queued();
+  Sender* s = SenderOf(peer, stream);
+  return s ? s->Queued() : 0;
 }
 
 Status GrpcTransport::Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) {

@@ -56,6 +56,8 @@ class GrpcTransport final : public Transport {
   Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) override;
   Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds timeout) override;
   Status Hello(uint32_t peer, const v1::Member& self, v1::Member* out, std::chrono::milliseconds timeout);
+  // A member learned from a configuration (membership.h); no-op if known.
+  void AddPeer(uint32_t id, const std::string& address) override;
 
   // The test knob: true when traffic with `peer` is dropped.
   bool Dropped(uint32_t peer) const {
@@ -68,10 +70,13 @@ class GrpcTransport final : public Transport {
  private:
   class Sender;
   v1::Replication::Stub* StubOf(uint32_t peer) const;
+  Sender* SenderOf(uint32_t peer, uint32_t stream) const;
   void WatchDropFile();
 
   Options o_;
+  grpc::ChannelArguments args_;
   std::atomic<ReplicaHandler*> handler_{nullptr};
+  mutable std::mutex peers_mu_;  // the three maps below (AddPeer adds to them)
   std::map<uint32_t, std::shared_ptr<grpc::Channel>> channels_;
   std::map<uint32_t, std::unique_ptr<v1::Replication::Stub>> stubs_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<Sender>> senders_;

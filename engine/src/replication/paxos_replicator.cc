@@ -90,6 +90,7 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   ro.client_address = c.ClientAddress();
   for (const server::Peer& p : c.peers) {
     ro.members.push_back(p.id);
+    ro.addresses[p.id] = p.address;
     if (p.id == c.id) {
       repl_address_ = p.address;
     } else {
@@ -201,11 +202,21 @@ v1::Member PaxosReplicator::Self() const {
 }
 
 v1::Member PaxosReplicator::OnHello(const v1::Member& caller) {
-  std::lock_guard<std::mutex> g(members_mu_);
-  for (const server::Peer& p : o_.config.peers) {
-    if (p.id == caller.id() && p.id != o_.config.id) members_[p.id] = caller;
+  // Any member may call: one added by a membership change is not in --peers.
+  if (caller.id() != 0 && caller.id() != o_.config.id) {
+    std::lock_guard<std::mutex> g(members_mu_);
+    members_[caller.id()] = caller;
   }
   return Self();
+}
+
+std::vector<MemberAddr> PaxosReplicator::HelloTargets() const {
+  // The configuration in force, and the members this one started with.
+  std::vector<MemberAddr> out = replica_->Configuration();
+  for (const server::Peer& p : o_.config.peers) {
+    if (!Contains(out, p.id)) out.push_back(MemberAddr{p.id, p.address});
+  }
+  return out;
 }
 
 void PaxosReplicator::HelloLoop() {
@@ -213,7 +224,7 @@ void PaxosReplicator::HelloLoop() {
   // failover given one admin endpoint reach the others through them).
   while (!stop_.load()) {
     bool all = true;
-    for (const server::Peer& p : o_.config.peers) {
+    for (const MemberAddr& p : HelloTargets()) {
       if (p.id == o_.config.id) continue;
       v1::Member m;
       if (transport_->Hello(p.id, Self(), &m, std::chrono::milliseconds(500)).ok() && m.id() == p.id) {
@@ -250,7 +261,8 @@ void PaxosReplicator::FillStatus(v1::StatusResponse* out) const {
   out->set_leader_address(st.leader_address);
   if (st.decided) wire::ToWire(*st.decided, out->mutable_decided());
   std::lock_guard<std::mutex> g(members_mu_);
-  for (const server::Peer& p : o_.config.peers) {
+  // The voting members of the configuration in force (membership.h).
+  for (const MemberAddr& p : st.members) {
     v1::Member m;
     if (p.id == o_.config.id) {
       m = Self();
@@ -295,9 +307,30 @@ grpc::Status PaxosReplicator::AnnounceLeader(const v1::AnnounceLeaderRequest& re
   return ToGrpc(replica_->AnnounceLeader(FromProto(req.record()), req.leader_client_address()));
 }
 
-grpc::Status PaxosReplicator::ChangeMembership(const v1::ChangeMembershipRequest&, v1::ChangeMembershipResponse*) {
-  return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                      "membership changes are not implemented yet: restart the members with the new --peers");
+grpc::Status PaxosReplicator::ChangeMembership(const v1::ChangeMembershipRequest& req,
+                                               v1::ChangeMembershipResponse* resp) {
+  std::vector<MemberAddr> target;
+  for (const v1::Member& m : req.members()) target.push_back(MemberAddr{m.id(), m.address()});
+  DecidedPtr now;
+  Status s = replica_->ChangeMembership(target, o_.membership_timeout, &now);
+  if (!s.ok()) return ToGrpc(s);
+  {
+    // Where the request says the members' admin and client APIs are (a new
+    // member's Hello may not have come yet): Status lists them.
+    std::lock_guard<std::mutex> g(members_mu_);
+    for (const v1::Member& m : req.members()) {
+      if (m.id() == o_.config.id || (m.admin_address().empty() && m.client_address().empty())) continue;
+      auto& known = members_[m.id()];
+      if (known.admin_address().empty()) known = m;
+    }
+  }
+  resp->set_config(now ? now->config : 0);
+  for (const MemberAddr& m : replica_->Configuration()) {
+    auto* w = resp->add_members();
+    w->set_id(m.id);
+    w->set_address(m.address);
+  }
+  return grpc::Status::OK;
 }
 
 // ---------------------------------------------------------------------------

@@ -28,6 +28,11 @@ struct PaxosReplicatorOptions {
   // Built-in election (--election=builtin): a member that hears nothing from
   // an open leader for this long runs the failover itself.
   std::chrono::milliseconds election_timeout{1500};
+  // ChangeMembership: how long a new member may take to catch up, and the
+  // change to settle (below the operator's 10 s call deadline, so that it
+  // gets the reason rather than DEADLINE_EXCEEDED; a retry goes on from
+  // what the new member holds by then).
+  std::chrono::milliseconds membership_timeout{8000};
 };
 
 class PaxosReplicator final : public server::Replicator {
@@ -67,6 +72,7 @@ class PaxosReplicator final : public server::Replicator {
  private:
   v1::Member Self() const;
   v1::Member OnHello(const v1::Member& caller);
+  std::vector<MemberAddr> HelloTargets() const;
   void HelloLoop();
   void ElectionLoop();
 

@@ -50,7 +50,7 @@ Status Unavailable(const std::string& why) { return Status(StatusCode::kInternal
 
 bool IsBetterDecided(const DecidedPtr& a, const DecidedPtr& b) {  // a newer than b
   if (!a) return false;
-  return !b || a->record.epoch > b->record.epoch;
+  return !b || NewerRecord(*a, *b);
 }
 
 std::string KeyStr(LogKey k) { return std::to_string(k.epoch) + "." + std::to_string(k.ts); }
@@ -69,6 +69,7 @@ struct Replica::PeerState {
   SteadyClock::time_point last_reply{}, last_rewind{}, last_progress{};
   uint64_t replayed_next = 0;
   bool heard = false;
+  bool active = true;  // in a configuration the leader counts, or a learner: sent to
 };
 
 struct Replica::LStream {
@@ -125,6 +126,11 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
     : opts_(std::move(options)), transport_(transport), clock_(std::move(clock)), acceptor_(opts_.streams) {
   if (opts_.members.empty()) opts_.members.push_back(opts_.id);
   std::sort(opts_.members.begin(), opts_.members.end());
+  for (uint32_t m : opts_.members) {
+    auto it = opts_.addresses.find(m);
+    initial_.push_back(MemberAddr{m, it == opts_.addresses.end() ? "" : it->second});
+    known_.insert(m);
+  }
   if (!clock_.floor) {
     uint64_t now = MonotonicNanos();
     clock_ = MonotonicTsClock(now, now);
@@ -152,21 +158,71 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
 Replica::~Replica() { Stop(); }
 
 std::vector<uint32_t> Replica::peers() const {
+  std::lock_guard<std::mutex> g(mu_);
   std::vector<uint32_t> out;
-  for (uint32_t m : opts_.members) {
+  for (uint32_t m : known_) {
     if (m != opts_.id) out.push_back(m);
   }
   return out;
 }
 
 int Replica::PeerPos(uint32_t id) const {
-  int i = 0;
-  for (uint32_t m : opts_.members) {
-    if (m == opts_.id) continue;
-    if (m == id) return i;
-    i++;
+  const auto& ps = lstreams_[0]->peers;
+  for (size_t i = 0; i < ps.size(); i++) {
+    if (ps[i].id == id) return static_cast<int>(i);
   }
   return -1;
+}
+
+// ---------------------------------------------------------------------------
+// Membership.
+
+std::vector<MemberAddr> Replica::ConfigOf(const DecidedPtr& d) const {
+  return d && !d->members.empty() ? d->members : initial_;
+}
+
+void Replica::Know(const std::vector<MemberAddr>& members) {
+  for (const MemberAddr& m : members) {
+    if (m.id == opts_.id) continue;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      known_.insert(m.id);
+    }
+    transport_->AddPeer(m.id, m.address);
+  }
+}
+
+void Replica::EnsurePeerLocked(uint32_t id) {
+  if (id == opts_.id || PeerPos(id) >= 0) return;
+  auto now = SteadyClock::now();
+  for (auto& s : lstreams_) {
+    PeerState ps;
+    ps.id = id;
+    // Like a peer at the opening of an epoch: taken to hold and to have
+    // replayed nothing of this log until it answers.
+    ps.acked = ps.prefix = ps.next_send = ps.replayed_next = s->log_start;
+    ps.heard = true;
+    ps.last_progress = ps.last_reply = now;
+    s->peers.push_back(ps);
+  }
+}
+
+void Replica::RefreshPeersLocked() {
+  std::set<uint32_t> send(learners_.begin(), learners_.end());
+  for (const auto& cfg : lcfgs_) send.insert(cfg.begin(), cfg.end());
+  for (uint32_t id : send) EnsurePeerLocked(id);
+  for (auto& s : lstreams_) {
+    for (PeerState& ps : s->peers) ps.active = send.count(ps.id) > 0;
+  }
+}
+
+bool Replica::LogHeldSince(const std::vector<uint64_t>& mark) {
+  std::lock_guard<std::mutex> g(lmu_);
+  if (lmode_ != LMode::kOpen) return false;
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    if (lstreams_[t]->c_end < mark[t]) return false;
+  }
+  return true;
 }
 
 void Replica::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
@@ -394,7 +450,9 @@ void Replica::LeaderTick(SteadyClock::time_point now) {
       pull();
       if (lmode_ == LMode::kIdle) return;
     }
-    for (size_t p = 0; p < s.peers.size(); p++) SendWindow(t, s, p, now);
+    for (size_t p = 0; p < s.peers.size(); p++) {
+      if (s.peers[p].active) SendWindow(t, s, p, now);
+    }
   }
   Recompute(now);
 }
@@ -470,16 +528,19 @@ void Replica::HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time
 }
 
 void Replica::Recompute(SteadyClock::time_point now) {
-  std::vector<uint64_t> votes;
   bool all_barriers = true;
   LogKey g{UINT64_MAX, UINT64_MAX};
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
-    votes.clear();
-    votes.push_back(s.self_prefix);
-    for (const PeerState& ps : s.peers) votes.push_back(ps.acked);
-    std::sort(votes.rbegin(), votes.rend());
-    uint64_t c_end = std::min(votes[majority() - 1], s.next_index);
+    // A majority of every configuration counted (membership.h).
+    uint64_t held = MajorityPrefix(lcfgs_, [&](uint32_t id) -> uint64_t {
+      if (id == opts_.id) return s.self_prefix;
+      for (const PeerState& ps : s.peers) {
+        if (ps.id == id) return ps.acked;
+      }
+      return 0;
+    });
+    uint64_t c_end = std::min(held, s.next_index);
     if (c_end > s.c_end) {
       s.c_end = c_end;
       s.c_key = s.c_end > s.log_start ? s.log[s.c_end - 1 - s.log_start].reach : s.base_reach;
@@ -511,7 +572,7 @@ void Replica::Recompute(SteadyClock::time_point now) {
     // slots after its snapshot.
     below = std::min(below, s.next_index > opts_.min_retained ? s.next_index - opts_.min_retained : 0);
     for (const PeerState& ps : s.peers) {
-      if (!ps.heard || now - ps.last_reply > opts_.live_window) continue;
+      if (!ps.active || !ps.heard || now - ps.last_reply > opts_.live_window) continue;
       if (s.next_index > opts_.max_log_slots && ps.replayed_next + opts_.max_log_slots < s.next_index) continue;
       below = std::min(below, ps.replayed_next);
     }
@@ -733,7 +794,14 @@ std::string Replica::Validate(const AcceptMsg& m) const {
   }
   if (m.epoch == 0) return "epoch 0";
   if (m.from == opts_.id) return "an accept from this member itself";
-  if (std::find(opts_.members.begin(), opts_.members.end(), m.from) == opts_.members.end()) {
+  bool known;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    known = known_.count(m.from) > 0;
+  }
+  // A leader this member has not heard of yet (it joined by a membership
+  // change) is in its epoch's configuration.
+  if (!known && !(m.decided && Contains(m.decided->members, m.from))) {
     return "sender " + std::to_string(m.from) + " is not a member";
   }
   if (!m.slot.value) return "slot without a value";
@@ -860,6 +928,7 @@ void Replica::LearnRecord(const DecidedPtr& d) {
 }
 
 void Replica::OnNewRecord(const DecidedPtr& d) {
+  Know(ConfigOf(d));  // members of a new configuration can be called
   bool dirty_now = false;
   {
     std::lock_guard<std::mutex> g(lmu_);
@@ -1132,6 +1201,20 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
     r.error = "catching up: not voting yet";
     return r;
   }
+  if (!m.peek) {
+    DecidedPtr d = Latest();
+    if (!InConfig(d)) {
+      // Not a voting member of the configuration in force (a new member not
+      // yet added, or one removed): it promises nothing, and is not counted.
+      r.from = opts_.id;
+      r.amnesic = true;
+      r.promised_epoch = acceptor_.promised();
+      r.decided = d;
+      r.error = "not a member of configuration " + std::to_string(d ? d->config : 0) + " " +
+                MembersString(ConfigOf(d));
+      return r;
+    }
+  }
   r = acceptor_.Promise(m);
   r.from = opts_.id;
   r.decided = Latest();
@@ -1172,7 +1255,19 @@ ControlReply Replica::HandleControl(const ControlMsg& m) {
     return r;
   }
   DecidedPtr before = Latest();
-  ControlReply r = control_.Handle(m, opts_.id);
+  if (m.kind == ControlMsg::Kind::kPrepare || m.kind == ControlMsg::Kind::kAccept) {
+    // Instance after record r: its acceptors are the members of r's
+    // configuration.
+    const DecidedPtr& base = m.prev ? m.prev : before;
+    if (!InConfig(base)) {
+      ControlReply r;
+      r.from = opts_.id;
+      r.latest = before;
+      r.error = "not a member of configuration " + std::to_string(base ? base->config : 0);
+      return r;
+    }
+  }
+  ControlReply r = control_.Handle(m, opts_.id, [this] { return acceptor_.promised(); });
   if (IsBetterDecided(r.latest, before)) OnNewRecord(r.latest);
   return r;
 }
@@ -1218,6 +1313,10 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
   if (last_decided.record.epoch >= new_epoch) {
     return Status::InvalidArgument("the new epoch must be above the last decided one");
   }
+  if (DecidedPtr d = Latest(); !InConfig(d)) {
+    return Status::FailedPrecondition("this member is not in configuration " + std::to_string(d ? d->config : 0) +
+                                      " " + MembersString(ConfigOf(d)) + ": it does not vote; choose another candidate");
+  }
   if (new_epoch < acceptor_.promised()) {
     return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was already promised here");
   }
@@ -1244,35 +1343,45 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
     return s;
   };
 
-  // 1. Promise(e') on every member; a majority must grant it.
+  // 1. Promise(e') on every member; a majority of the latest decided
+  //    configuration must grant it (CheckPrepareQuorum: the configuration
+  //    may be newer than the one this member knows).
   PromiseMsg pm;
   pm.from = opts_.id;
   pm.epoch = new_epoch;
-  const size_t maj = majority();
-  auto replies = PromiseAll(pm, true, [maj, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
-    size_t ok = 0;
+  DecidedPtr known = Latest();
+  if (last_decided.record.epoch > 0) {
+    auto ld = std::make_shared<const Decided>(last_decided);
+    if (IsBetterDecided(ld, known)) known = ld;
+  }
+  const std::vector<MemberAddr> initial = initial_;
+  auto replies = PromiseAll(pm, true, [&known, &initial, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
     for (const auto& [id, r] : rs) {
-      if (r.ok && !r.amnesic) ok++;
       if (!r.ok && !r.amnesic && r.promised_epoch > new_epoch) return true;
     }
-    return ok >= maj;
+    return CheckPrepareQuorum(known, initial, rs).ok;
   });
   std::vector<const PromiseReply*> oks;
-  DecidedPtr newest;
   for (auto& [id, r] : replies) {
     if (r.ok && !r.amnesic) {
       oks.push_back(&r);
-      if (IsBetterDecided(r.decided, newest)) newest = r.decided;
     } else if (!r.amnesic && r.promised_epoch > new_epoch) {
       return fail(Status::Aborted("member " + std::to_string(id) + " promised epoch " +
                                   std::to_string(r.promised_epoch) + " already"));
     }
   }
-  if (oks.size() < majority()) {
-    return fail(Unavailable("only " + std::to_string(oks.size()) + " of " + std::to_string(opts_.members.size()) +
-                            " members promised epoch " + std::to_string(new_epoch) + "; a majority is needed"));
+  PrepareQuorum quorum_check = CheckPrepareQuorum(known, initial, replies);
+  if (!quorum_check.ok) {
+    return fail(Unavailable("epoch " + std::to_string(new_epoch) + " needs " + quorum_check.Describe()));
   }
+  DecidedPtr newest = quorum_check.newest;
   if (IsBetterDecided(Latest(), newest)) newest = Latest();
+  if (!InConfig(newest)) {
+    LearnRecord(newest);
+    return fail(Status::FailedPrecondition("this member is not in configuration " +
+                                           std::to_string(newest ? newest->config : 0) + " " +
+                                           MembersString(ConfigOf(newest)) + ": choose another candidate"));
+  }
   if (newest && newest->record.epoch > last_decided.record.epoch) {
     LearnRecord(newest);
     return fail(Status::FailedPrecondition("the record of epoch " + std::to_string(newest->record.epoch) +
@@ -1328,7 +1437,8 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
 
   auto pending = std::make_unique<Pending>();
   pending->epoch = new_epoch;
-  pending->proposed = Decided{plan.record, opts_.id, plan.watermark};
+  // The new epoch keeps the configuration in force.
+  pending->proposed = Decided{plan.record, opts_.id, plan.watermark, newest ? newest->config : 0, ConfigOf(newest)};
   pending->bases = bases;
   pending->led_epoch = my_led;
   pending->repropose.resize(opts_.streams);
@@ -1370,7 +1480,7 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
     ControlMsg q;
     q.kind = ControlMsg::Kind::kQuery;
     q.from = opts_.id;
-    const size_t maj = majority();
+    const size_t maj = MajorityOf(ConfigOf(latest).size());
     for (auto& [id, r] : ControlAll(q, [maj](const auto& rs) { return rs.size() >= maj; })) LearnRecord(r.latest);
     latest = Latest();
   }
@@ -1382,77 +1492,90 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
     return Status::FailedPrecondition("the record of epoch " + std::to_string(expected_previous) +
                                       " is not known to be decided");
   }
-  auto mine = std::make_shared<const Decided>(record);
+  // The record follows the newest record of epoch expected_previous (the
+  // epoch's record, or its latest membership change).
   DecidedPtr prev = expected_previous > 0 ? latest : nullptr;
+  Status s = ProposeNext(prev, std::make_shared<const Decided>(record), current);
+  if (!s.ok()) return s;
+  *decided = **current == record;
+  return Status::OK();
+}
+
+Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, DecidedPtr* current) {
+  const uint64_t instance = InstanceAfter(prev.get());
+  const std::vector<uint32_t> acceptors = MemberIds(ConfigOf(prev));
+  auto newer = [&prev](const DecidedPtr& d) { return d && (!prev || NewerRecord(*d, *prev)); };
+  auto quorum = [&acceptors](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
+    std::vector<uint32_t> ok;
+    for (const auto& [id, r] : rs) {
+      if (r.ok) ok.push_back(id);
+    }
+    return HasMajority(acceptors, ok);
+  };
+  auto settled = [&](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
+    for (const auto& [id, r] : rs) {
+      if (newer(r.latest)) return true;
+    }
+    return quorum(rs);
+  };
   DecidedPtr chosen;
   uint64_t round = 1;
-  std::mt19937_64 rng(opts_.id * 7919 + record.record.epoch);
+  std::mt19937_64 rng(opts_.id * 7919 + mine->record.epoch + mine->config);
   for (int attempt = 0; attempt < 20 && !chosen && !stop_.load(); attempt++) {
     const uint64_t ballot = (round << 8) | (opts_.id & 0xFF);
     ControlMsg pm;
     pm.kind = ControlMsg::Kind::kPrepare;
     pm.from = opts_.id;
-    pm.instance = expected_previous;
+    pm.instance = instance;
     pm.ballot = ballot;
     pm.prev = prev;
-    size_t ok = 0;
     uint64_t best_ballot = 0;
     DecidedPtr value = mine;
     uint64_t highest = 0;
-    const size_t maj = majority();
-    auto settled = [maj, expected_previous](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
-      size_t ok = 0;
-      for (const auto& [id, r] : rs) {
-        if (r.ok) ok++;
-        if (r.latest && r.latest->record.epoch > expected_previous) return true;
-      }
-      return ok >= maj;
-    };
-    for (auto& [id, r] : ControlAll(pm, settled)) {
-      if (r.latest && r.latest->record.epoch > expected_previous) {
+    auto promises = ControlAll(pm, settled);
+    for (auto& [id, r] : promises) {
+      if (newer(r.latest)) {
         LearnRecord(r.latest);
         *current = r.latest;
         return Status::OK();
       }
       highest = std::max(highest, r.promised);
-      if (!r.ok) continue;
-      ok++;
-      if (r.accepted && r.accepted_ballot > best_ballot) {
+      if (r.ok && r.accepted && r.accepted_ballot > best_ballot) {
         best_ballot = r.accepted_ballot;
         value = r.accepted;  // Paxos: propose the value of the highest ballot accepted
       }
     }
-    if (ok >= majority()) {
+    if (quorum(promises)) {
       ControlMsg am = pm;
       am.kind = ControlMsg::Kind::kAccept;
       am.value = value;
-      size_t acc = 0;
-      for (auto& [id, r] : ControlAll(am, settled)) {
-        if (r.latest && r.latest->record.epoch > expected_previous) {
+      auto accepts = ControlAll(am, settled);
+      for (auto& [id, r] : accepts) {
+        if (newer(r.latest)) {
           LearnRecord(r.latest);
           *current = r.latest;
           return Status::OK();
         }
         highest = std::max(highest, r.promised);
-        if (r.ok) acc++;
       }
-      if (acc >= majority()) chosen = value;
+      if (quorum(accepts)) chosen = value;
     }
     if (!chosen) {
       round = std::max(round, highest >> 8) + 1;
       std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 20));
     }
   }
-  if (!chosen) return Unavailable("no majority answered the control stream");
+  if (!chosen) {
+    return Unavailable("no majority of " + MembersString(ConfigOf(prev)) + " answered the control stream");
+  }
   LearnRecord(chosen);
   ControlMsg lm;
   lm.kind = ControlMsg::Kind::kLearn;
   lm.from = opts_.id;
-  lm.instance = expected_previous;
+  lm.instance = instance;
   lm.value = chosen;
   ControlAll(lm, [](const auto&) { return true; });  // tell the others; do not wait
   *current = chosen;
-  *decided = *chosen == record;
   return Status::OK();
 }
 
@@ -1523,10 +1646,14 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   }
   if (db_) db_->SetReplicationEpoch(e);
 
+  Know(ConfigOf(dec));
   {
     std::lock_guard<std::mutex> g(lmu_);
     lepoch_ = e;
     ldecided_ = dec;
+    lcfgs_ = {MemberIds(ConfigOf(dec))};
+    learners_.clear();
+    RefreshPeersLocked();
     g_ = {};
     auto now = SteadyClock::now();
     for (uint32_t t = 0; t < opts_.streams; t++) {
@@ -1585,6 +1712,190 @@ Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_
     std::lock_guard<std::mutex> g(mu_);
     if (record.record.epoch >= leader_epoch_ && !leader_client_address.empty()) leader_addr_ = leader_client_address;
   }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+// Membership changes (docs/replication.md, "Membership").
+
+Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout,
+                                 DecidedPtr* now) {
+  std::lock_guard<std::mutex> one(member_mu_);
+  const auto deadline = SteadyClock::now() + timeout;
+  uint64_t e = 0;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    if (lmode_ == LMode::kOpen) e = lepoch_;
+  }
+  DecidedPtr cur = Latest();
+  if (e == 0 || !cur || cur->record.epoch != e) {
+    std::string who = leader_client_address();
+    return Status::FailedPrecondition("this member is not the open leader" +
+                                      (who.empty() ? std::string() : " (the leader serves clients at " + who + ")") +
+                                      ": ask the leader");
+  }
+  const std::vector<MemberAddr> from = ConfigOf(cur);
+  MembershipChange ch;
+  Status s = CheckMembershipChange(from, target, opts_.id, &ch);
+  if (!s.ok()) return s;
+
+  // Waits (bounded) until a majority of every counted configuration holds
+  // the log up to `mark`; then only the newest configuration is counted.
+  auto settle = [&](const std::vector<uint64_t>& mark) -> Status {
+    while (!LogHeldSince(mark)) {
+      if (stop_.load() || SteadyClock::now() > deadline) {
+        return Unavailable("configuration " + std::to_string(Latest()->config) +
+                           " is decided; a majority of it does not hold the log yet: send the same request again");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::lock_guard<std::mutex> g(lmu_);
+    if (lmode_ != LMode::kOpen || lepoch_ != e) return Status::Aborted("stepped down during the membership change");
+    lcfgs_ = {MemberIds(ConfigOf(Latest()))};
+    learners_.clear();
+    RefreshPeersLocked();
+    return Status::OK();
+  };
+  auto marks = [&] {
+    std::lock_guard<std::mutex> g(lmu_);
+    std::vector<uint64_t> m;
+    for (auto& st : lstreams_) m.push_back(st->next_index);
+    return m;
+  };
+
+  if (ch.same) {
+    // An idempotent retry: wait for the change in force to settle, if it has not.
+    bool settling;
+    {
+      std::lock_guard<std::mutex> g(lmu_);
+      settling = lcfgs_.size() > 1;
+    }
+    if (settling) {
+      if (Status ss = settle(marks()); !ss.ok()) return ss;
+    }
+    *now = cur;
+    return Status::OK();
+  }
+  bool resume = false;  // a change whose decision was left unknown: decide it again
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    if (lcfgs_.size() > 1) {
+      if (lcfgs_[1] != MemberIds(ch.members)) {
+        std::vector<MemberAddr> pending;
+        for (uint32_t id : lcfgs_[1]) pending.push_back(MemberAddr{id, ""});
+        return Status::FailedPrecondition("the change to " + MembersString(pending) +
+                                          " is not known to be decided yet: send that request again first");
+      }
+      resume = true;
+    }
+  }
+
+  // 1. A new member catches up before it counts: it is sent the log (it
+  //    catches up by state transfer if the log no longer reaches back to
+  //    what it holds) and must hold all of it as it was when we started.
+  if (ch.add && !resume) {
+    Know({ch.member});
+    std::vector<uint64_t> want;
+    {
+      std::lock_guard<std::mutex> g(lmu_);
+      learners_.insert(ch.member.id);
+      RefreshPeersLocked();
+      for (auto& st : lstreams_) want.push_back(st->next_index);
+    }
+    std::string behind;
+    for (;;) {
+      behind.clear();
+      {
+        std::lock_guard<std::mutex> g(lmu_);
+        if (lmode_ != LMode::kOpen || lepoch_ != e) {
+          learners_.erase(ch.member.id);
+          return Status::Aborted("stepped down while member " + std::to_string(ch.member.id) + " caught up");
+        }
+        int p = PeerPos(ch.member.id);
+        for (uint32_t t = 0; t < opts_.streams && p >= 0; t++) {
+          const PeerState& ps = lstreams_[t]->peers[p];
+          if (ps.acked < want[t]) {
+            behind = "stream " + std::to_string(t) + " holds slots up to " + std::to_string(ps.acked) + " of " +
+                     std::to_string(want[t]);
+            break;
+          }
+        }
+      }
+      if (behind.empty()) break;
+      if (stop_.load() || SteadyClock::now() > deadline) {
+        std::lock_guard<std::mutex> g(lmu_);
+        learners_.erase(ch.member.id);
+        RefreshPeersLocked();
+        return Unavailable("new member " + std::to_string(ch.member.id) + " at " + ch.member.address +
+                           " did not catch up within " + std::to_string(timeout.count()) + " ms (" + behind +
+                           "; is it running, started with --peers listing the new membership?): nothing changed");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  // 2. From here on the leader counts a majority of both configurations
+  //    (joint), so whichever one a later failover finds, it intersects
+  //    every majority that acknowledged; then the next configuration is
+  //    decided in the control-stream instance after the record in force.
+  std::vector<uint64_t> mark;
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    lcfgs_ = {MemberIds(from), MemberIds(ch.members)};
+    RefreshPeersLocked();
+    for (auto& st : lstreams_) mark.push_back(st->next_index);
+  }
+  auto next = std::make_shared<Decided>(*cur);
+  next->config = cur->config + 1;
+  next->members = ch.members;
+  DecidedPtr chosen;
+  {
+    std::lock_guard<std::mutex> ctl(ctl_mu_);
+    s = ProposeNext(cur, next, &chosen);
+  }
+  if (!s.ok()) {
+    // It may or may not have been chosen: keep counting both (safe either
+    // way); the same request again finishes it.
+    return Status(s.code(), s.message() + " (the change may or may not be decided: send the same request again)");
+  }
+  if (chosen->record.epoch != e) {
+    return Status::Aborted("epoch " + std::to_string(chosen->record.epoch) + " was decided: this member no longer leads");
+  }
+  uint64_t told = 0;  // a slot of stream 0 sent with the new record
+  {
+    std::lock_guard<std::mutex> g(lmu_);
+    if (lmode_ == LMode::kOpen && lepoch_ == e) {
+      ldecided_ = chosen;  // accepts carry the record: followers learn the configuration
+      lcfgs_ = {MemberIds(from), MemberIds(ConfigOf(chosen))};
+      RefreshPeersLocked();
+      told = lstreams_[0]->next_index + 1;
+    }
+  }
+  if (!ch.add) {
+    // Best effort (1 s): the removed member learns that it no longer votes
+    // before it is no longer sent to (else it would still run for leader,
+    // and learn it only from the promises it asks for).
+    auto until = std::min(deadline, SteadyClock::now() + std::chrono::seconds(1));
+    while (SteadyClock::now() < until) {
+      {
+        std::lock_guard<std::mutex> g(lmu_);
+        int p = PeerPos(ch.member.id);
+        if (p < 0 || lstreams_[0]->peers[p].acked >= told) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  // 3. Settled: a majority of the new configuration holds the whole log
+  //    (what a majority of the old one held is copied onto it), so the
+  //    next change may go, and the old configuration is no longer counted.
+  if (Status ss = settle(mark); !ss.ok()) return ss;
+  *now = chosen;
+  if (*chosen != *next) {
+    return Status::Aborted("another membership change was decided first: the membership is now " +
+                           MembersString(ConfigOf(chosen)) + "; send the request again if it still applies");
+  }
+  std::fprintf(stderr, "rolis-repl %u: configuration %lu: %s\n", opts_.id, static_cast<unsigned long>(chosen->config),
+               MembersString(ConfigOf(chosen)).c_str());
   return Status::OK();
 }
 
@@ -1748,22 +2059,28 @@ Status Replica::TransferState() {
   PromiseMsg pm;
   pm.from = opts_.id;
   pm.peek = true;
-  const size_t need_ok = std::min(majority(), peers().size());
-  auto replies = PromiseAll(pm, false, [need_ok](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+  //    The majority is of the configuration in force (membership.h).
+  const std::vector<MemberAddr> cfg = ConfigOf(IsBetterDecided(snap.decided, known) ? snap.decided : known);
+  Know(cfg);
+  std::set<uint32_t> others;
+  for (const MemberAddr& m : cfg) {
+    if (m.id != opts_.id) others.insert(m.id);
+  }
+  const size_t need = std::min(MajorityOf(cfg.size()), others.size());
+  auto replies = PromiseAll(pm, false, [need, &others](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
     size_t ok = 0;
-    for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic;
-    return ok >= need_ok;
+    for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic && others.count(id);
+    return ok >= need;
   });
   std::vector<const PromiseReply*> oks;
   uint64_t max_promised = 0;
   DecidedPtr newest = snap.decided;
   for (auto& [id, r] : replies) {
-    if (!r.ok || r.amnesic) continue;
+    if (!r.ok || r.amnesic || !others.count(id)) continue;
     oks.push_back(&r);
     max_promised = std::max(max_promised, r.promised_epoch);
     if (IsBetterDecided(r.decided, newest)) newest = r.decided;
   }
-  size_t need = std::min(majority(), peers().size());
   if (oks.size() < need) {
     return Unavailable("state transfer: " + std::to_string(oks.size()) + " members answered, " +
                        std::to_string(need) + " needed");
@@ -1845,7 +2162,7 @@ Status Replica::TransferState() {
     replay_g_ = {};
     replay_record_ = nullptr;
     acceptor_.Reset(adopted, max_promised);
-    if (newest) control_.Learn(newest);
+    if (newest && control_.Learn(newest)) Know(ConfigOf(newest));
     // The control stream's votes of the instance in progress, likewise.
     ControlAcceptor::Vote vote;
     vote.instance = newest ? newest->record.epoch : 0;
@@ -1885,6 +2202,8 @@ ReplicaStatus Replica::GetStatus() const {
   st.role = role_.load();
   st.promised_epoch = acceptor_.promised();
   st.decided = Latest();
+  st.config = st.decided ? st.decided->config : 0;
+  st.members = ConfigOf(st.decided);
   st.dirty = dirty_.load();
   st.log_bytes = acceptor_.bytes();
   st.state_transfers = state_transfers_.load();

@@ -21,6 +21,8 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -31,6 +33,7 @@
 
 #include "acceptor.h"
 #include "codec.h"
+#include "membership.h"
 #include "rolis/db.h"
 #include "spsc.h"
 #include "transport.h"
@@ -42,7 +45,10 @@ const char* RoleName(Role r);
 
 struct ReplicaOptions {
   uint32_t id = 1;
-  std::vector<uint32_t> members;  // every member id, this one included
+  // The members the cluster started with (--peers), this one included: the
+  // configuration until a decided record names another (membership.h).
+  std::vector<uint32_t> members;
+  std::map<uint32_t, std::string> addresses;  // their replication addresses, if known
   uint32_t streams = 1;           // worker streams (the same on every member)
   uint32_t batch_size = 50;       // a batch closes at this many transactions ...
   std::chrono::microseconds batch_timeout{1000};  // ... or after this long (idle: an empty batch)
@@ -100,6 +106,8 @@ struct ReplicaStatus {
   std::string leader_address;
   DecidedPtr decided;
   std::vector<StreamStatus> streams;
+  uint64_t config = 0;          // the configuration in force (membership.h) ...
+  std::vector<MemberAddr> members;  // ... and its voting members
   bool dirty = false;           // holds commits a failover discarded: needs a state transfer
   uint64_t log_bytes = 0;
   uint64_t state_transfers = 0;
@@ -157,6 +165,21 @@ class Replica final : public CommitHook, public ReplicaHandler {
   Status OpenEpoch(const Decided& record, LogKey* watermark);
   Status AnnounceLeader(const Decided& record, const std::string& leader_client_address);
 
+  // Membership (docs/replication.md, "Membership"), asked of the open
+  // leader: moves to `target`, which must differ from the configuration in
+  // force by one member (CheckMembershipChange). A new member first catches
+  // up (it is sent the log, and catches up by state transfer) and must hold
+  // every stream's log within `timeout`; then the next configuration is
+  // decided on the control stream, and the call returns once a majority of
+  // it holds the whole log. The same membership again returns at once.
+  // Errors: kInvalidArgument, kFailedPrecondition (not the leader; removing
+  // itself), kAborted (a newer epoch, or another change, was decided),
+  // kInternal "unavailable: ..." (the new member did not catch up: nothing
+  // changed; or no majority answered: retry the same request).
+  Status ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout, DecidedPtr* now);
+  // The configuration in force as this member knows it.
+  std::vector<MemberAddr> Configuration() const { return ConfigOf(Latest()); }
+
   // ReplicaHandler.
   AcceptReply HandleAccept(const AcceptMsg& m) override;
   PromiseReply HandlePromise(const PromiseMsg& m) override;
@@ -182,9 +205,23 @@ class Replica final : public CommitHook, public ReplicaHandler {
   };
   enum class LMode { kIdle, kOpening, kOpen };
 
+  // Majority of the members the cluster started with (the start-up probe).
   size_t majority() const { return opts_.members.size() / 2 + 1; }
+  // Every other member this one knows of (started with, or learned from a
+  // configuration): calls fan out to all of them.
   std::vector<uint32_t> peers() const;
-  int PeerPos(uint32_t id) const;
+  int PeerPos(uint32_t id) const;  // under lmu_
+
+  // Membership.
+  std::vector<MemberAddr> ConfigOf(const DecidedPtr& d) const;
+  bool InConfig(const DecidedPtr& d) const { return Contains(ConfigOf(d), opts_.id); }
+  void Know(const std::vector<MemberAddr>& members);  // learns addresses and ids
+  void EnsurePeerLocked(uint32_t id);                  // under lmu_
+  void RefreshPeersLocked();                           // under lmu_: who is sent to
+  // Single-decree Paxos in the control-stream instance after `prev` among
+  // the members of its configuration; *chosen is what the instance chose.
+  Status ProposeNext(const DecidedPtr& prev, const DecidedPtr& value, DecidedPtr* chosen);
+  bool LogHeldSince(const std::vector<uint64_t>& mark);  // c_end >= mark on every stream
 
   // Leader.
   void LeaderLoop();
@@ -258,6 +295,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   mutable std::mutex mu_;
   std::mutex op_mu_;  // one admin failover step at a time
   std::mutex ctl_mu_;  // one control-stream proposal at a time
+  std::mutex member_mu_;  // one membership change at a time
+  std::vector<MemberAddr> initial_;  // the configuration the cluster started with
+  std::set<uint32_t> known_;         // mu_: every member id known (this one included)
   uint64_t leader_epoch_ = 0;  // epoch of the leader this member follows (or leads)
   uint32_t leader_id_ = 0;
   std::string leader_addr_;
@@ -273,6 +313,10 @@ class Replica final : public CommitHook, public ReplicaHandler {
   uint64_t deposed_max_ts_ = 0;
   uint64_t lepoch_ = 0;
   DecidedPtr ldecided_;
+  // The configurations the leader counts majorities in: one, or while a
+  // membership change settles the old and the new one together.
+  std::vector<std::vector<uint32_t>> lcfgs_;
+  std::set<uint32_t> learners_;  // new members being caught up: sent to, not counted
   LogKey g_{};
   std::vector<std::unique_ptr<LStream>> lstreams_;
   std::atomic<uint64_t> covered_epoch_{0};  // G covers (covered_epoch_, covered_ts_)

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "rolis/status.h"
 #include "types.h"
@@ -41,6 +42,9 @@ class Transport {
   virtual void Bind(ReplicaHandler* local) = 0;
   virtual void Start() {}
   virtual void Stop() {}
+  // A member learned from a configuration (a membership change): from now
+  // on it can be called. Transports that reach every member already ignore it.
+  virtual void AddPeer(uint32_t id, const std::string& address) {}
 
   // Fire and forget; FIFO per (peer, stream) unless faults reorder.
   virtual void SendAccept(uint32_t peer, const AcceptMsg& m) = 0;

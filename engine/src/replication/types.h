@@ -37,12 +37,24 @@ struct Slot {
   BatchPtr value;
 };
 
+// A voting member: its id and replication address (host:port).
+struct MemberAddr {
+  uint32_t id = 0;
+  std::string address;
+  bool operator==(const MemberAddr&) const = default;
+};
+
 // A decided record: (epoch, V) with the leader it was decided for and G' at
-// the decision. EpochRecord (failover_plan.h) holds epoch and cut.
+// the decision. EpochRecord (failover_plan.h) holds epoch and cut. It also
+// carries the configuration in force (membership.h): `config` counts the
+// membership changes, `members` are the voting members (empty: the members
+// the cluster started with, --peers).
 struct Decided {
   EpochRecord record;
   uint32_t leader_id = 0;
   LogKey watermark{};
+  uint64_t config = 0;
+  std::vector<MemberAddr> members;
   bool operator==(const Decided&) const = default;
 };
 using DecidedPtr = std::shared_ptr<const Decided>;

@@ -15,6 +15,13 @@ void ToWire(const Decided& d, v1::EpochRecord* out) {
   for (auto [e, ts] : d.record.cut) (*cut)[e] = ts;
   out->set_leader_id(d.leader_id);
   ToWire(d.watermark, out->mutable_watermark());
+  out->set_config(d.config);
+  out->clear_members();
+  for (const MemberAddr& m : d.members) {
+    auto* w = out->add_members();
+    w->set_id(m.id);
+    w->set_address(m.address);
+  }
 }
 
 DecidedPtr FromWire(const v1::EpochRecord& r) {
@@ -24,6 +31,8 @@ DecidedPtr FromWire(const v1::EpochRecord& r) {
   for (const auto& [e, ts] : r.cut()) d->record.cut[e] = ts;
   d->leader_id = r.leader_id();
   d->watermark = FromWire(r.watermark());
+  d->config = r.config();
+  for (const auto& m : r.members()) d->members.push_back(MemberAddr{m.id(), m.address()});
   return d;
 }
 

@@ -150,11 +150,18 @@ func (x *LogKey) GetTs() uint64 {
 // The decided record (epoch, V): for every earlier epoch that survives, the
 // largest ts that survives.
 type EpochRecord struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	Cut           map[uint64]uint64      `protobuf:"bytes,2,rep,name=cut,proto3" json:"cut,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // epoch -> largest surviving ts
-	LeaderId      uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
-	Watermark     *LogKey                `protobuf:"bytes,4,opt,name=watermark,proto3" json:"watermark,omitempty"` // G' at the decision
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Epoch     uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Cut       map[uint64]uint64      `protobuf:"bytes,2,rep,name=cut,proto3" json:"cut,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // epoch -> largest surviving ts
+	LeaderId  uint32                 `protobuf:"varint,3,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`
+	Watermark *LogKey                `protobuf:"bytes,4,opt,name=watermark,proto3" json:"watermark,omitempty"` // G' at the decision
+	// The configuration in force (docs/replication.md, "Membership"): config
+	// counts the membership changes; members are the voting members with
+	// their replication addresses (empty: the members the cluster started
+	// with). A membership change is a record of the same epoch with the next
+	// config.
+	Config        uint64    `protobuf:"varint,5,opt,name=config,proto3" json:"config,omitempty"`
+	Members       []*Member `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -213,6 +220,20 @@ func (x *EpochRecord) GetLeaderId() uint32 {
 func (x *EpochRecord) GetWatermark() *LogKey {
 	if x != nil {
 		return x.Watermark
+	}
+	return nil
+}
+
+func (x *EpochRecord) GetConfig() uint64 {
+	if x != nil {
+		return x.Config
+	}
+	return 0
+}
+
+func (x *EpochRecord) GetMembers() []*Member {
+	if x != nil {
+		return x.Members
 	}
 	return nil
 }
@@ -958,6 +979,12 @@ func (*AnnounceLeaderResponse) Descriptor() ([]byte, []int) {
 	return file_rolis_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
+// Asked of the leader. The new membership must differ from the one in force
+// by exactly one member (add one, or remove one that does not lead); the
+// same membership again is a success that changes nothing. A new member
+// (started with --peers listing the new membership) first catches up by
+// state transfer; the call returns once the change is decided and every
+// majority of the new configuration holds the log.
 type ChangeMembershipRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"` // the full new membership
@@ -1005,6 +1032,7 @@ func (x *ChangeMembershipRequest) GetMembers() []*Member {
 type ChangeMembershipResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Members       []*Member              `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	Config        uint64                 `protobuf:"varint,2,opt,name=config,proto3" json:"config,omitempty"` // the configuration now in force
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1046,6 +1074,13 @@ func (x *ChangeMembershipResponse) GetMembers() []*Member {
 	return nil
 }
 
+func (x *ChangeMembershipResponse) GetConfig() uint64 {
+	if x != nil {
+		return x.Config
+	}
+	return 0
+}
+
 var File_rolis_v1_admin_proto protoreflect.FileDescriptor
 
 const file_rolis_v1_admin_proto_rawDesc = "" +
@@ -1053,12 +1088,14 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\x14rolis/v1/admin.proto\x12\brolis.v1\".\n" +
 	"\x06LogKey\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x0e\n" +
-	"\x02ts\x18\x02 \x01(\x04R\x02ts\"\xda\x01\n" +
+	"\x02ts\x18\x02 \x01(\x04R\x02ts\"\x9e\x02\n" +
 	"\vEpochRecord\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x120\n" +
 	"\x03cut\x18\x02 \x03(\v2\x1e.rolis.v1.EpochRecord.CutEntryR\x03cut\x12\x1b\n" +
 	"\tleader_id\x18\x03 \x01(\rR\bleaderId\x12.\n" +
-	"\twatermark\x18\x04 \x01(\v2\x10.rolis.v1.LogKeyR\twatermark\x1a6\n" +
+	"\twatermark\x18\x04 \x01(\v2\x10.rolis.v1.LogKeyR\twatermark\x12\x16\n" +
+	"\x06config\x18\x05 \x01(\x04R\x06config\x12*\n" +
+	"\amembers\x18\x06 \x03(\v2\x10.rolis.v1.MemberR\amembers\x1a6\n" +
 	"\bCutEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x04R\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\xf5\x01\n" +
@@ -1116,9 +1153,10 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\x15leader_client_address\x18\x02 \x01(\tR\x13leaderClientAddress\"\x18\n" +
 	"\x16AnnounceLeaderResponse\"E\n" +
 	"\x17ChangeMembershipRequest\x12*\n" +
-	"\amembers\x18\x01 \x03(\v2\x10.rolis.v1.MemberR\amembers\"F\n" +
+	"\amembers\x18\x01 \x03(\v2\x10.rolis.v1.MemberR\amembers\"^\n" +
 	"\x18ChangeMembershipResponse\x12*\n" +
-	"\amembers\x18\x01 \x03(\v2\x10.rolis.v1.MemberR\amembers*f\n" +
+	"\amembers\x18\x01 \x03(\v2\x10.rolis.v1.MemberR\amembers\x12\x16\n" +
+	"\x06config\x18\x02 \x01(\x04R\x06config*f\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\n" +
 	"\n" +
@@ -1173,40 +1211,41 @@ var file_rolis_v1_admin_proto_goTypes = []any{
 var file_rolis_v1_admin_proto_depIdxs = []int32{
 	17, // 0: rolis.v1.EpochRecord.cut:type_name -> rolis.v1.EpochRecord.CutEntry
 	1,  // 1: rolis.v1.EpochRecord.watermark:type_name -> rolis.v1.LogKey
-	1,  // 2: rolis.v1.StreamStatus.committed_key:type_name -> rolis.v1.LogKey
-	1,  // 3: rolis.v1.StreamStatus.replayed_key:type_name -> rolis.v1.LogKey
-	0,  // 4: rolis.v1.StatusResponse.role:type_name -> rolis.v1.Role
-	1,  // 5: rolis.v1.StatusResponse.watermark:type_name -> rolis.v1.LogKey
-	1,  // 6: rolis.v1.StatusResponse.replayed:type_name -> rolis.v1.LogKey
-	3,  // 7: rolis.v1.StatusResponse.streams:type_name -> rolis.v1.StreamStatus
-	2,  // 8: rolis.v1.StatusResponse.decided:type_name -> rolis.v1.EpochRecord
-	4,  // 9: rolis.v1.StatusResponse.members:type_name -> rolis.v1.Member
-	2,  // 10: rolis.v1.PrepareFailoverRequest.last_decided:type_name -> rolis.v1.EpochRecord
-	2,  // 11: rolis.v1.PrepareFailoverResponse.proposed:type_name -> rolis.v1.EpochRecord
-	2,  // 12: rolis.v1.DecideEpochRequest.record:type_name -> rolis.v1.EpochRecord
-	2,  // 13: rolis.v1.DecideEpochResponse.current:type_name -> rolis.v1.EpochRecord
-	2,  // 14: rolis.v1.OpenEpochRequest.record:type_name -> rolis.v1.EpochRecord
-	1,  // 15: rolis.v1.OpenEpochResponse.watermark:type_name -> rolis.v1.LogKey
-	2,  // 16: rolis.v1.AnnounceLeaderRequest.record:type_name -> rolis.v1.EpochRecord
-	4,  // 17: rolis.v1.ChangeMembershipRequest.members:type_name -> rolis.v1.Member
-	4,  // 18: rolis.v1.ChangeMembershipResponse.members:type_name -> rolis.v1.Member
-	5,  // 19: rolis.v1.Admin.Status:input_type -> rolis.v1.StatusRequest
-	7,  // 20: rolis.v1.Admin.PrepareFailover:input_type -> rolis.v1.PrepareFailoverRequest
-	9,  // 21: rolis.v1.Admin.DecideEpoch:input_type -> rolis.v1.DecideEpochRequest
-	11, // 22: rolis.v1.Admin.OpenEpoch:input_type -> rolis.v1.OpenEpochRequest
-	13, // 23: rolis.v1.Admin.AnnounceLeader:input_type -> rolis.v1.AnnounceLeaderRequest
-	15, // 24: rolis.v1.Admin.ChangeMembership:input_type -> rolis.v1.ChangeMembershipRequest
-	6,  // 25: rolis.v1.Admin.Status:output_type -> rolis.v1.StatusResponse
-	8,  // 26: rolis.v1.Admin.PrepareFailover:output_type -> rolis.v1.PrepareFailoverResponse
-	10, // 27: rolis.v1.Admin.DecideEpoch:output_type -> rolis.v1.DecideEpochResponse
-	12, // 28: rolis.v1.Admin.OpenEpoch:output_type -> rolis.v1.OpenEpochResponse
-	14, // 29: rolis.v1.Admin.AnnounceLeader:output_type -> rolis.v1.AnnounceLeaderResponse
-	16, // 30: rolis.v1.Admin.ChangeMembership:output_type -> rolis.v1.ChangeMembershipResponse
-	25, // [25:31] is the sub-list for method output_type
-	19, // [19:25] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	4,  // 2: rolis.v1.EpochRecord.members:type_name -> rolis.v1.Member
+	1,  // 3: rolis.v1.StreamStatus.committed_key:type_name -> rolis.v1.LogKey
+	1,  // 4: rolis.v1.StreamStatus.replayed_key:type_name -> rolis.v1.LogKey
+	0,  // 5: rolis.v1.StatusResponse.role:type_name -> rolis.v1.Role
+	1,  // 6: rolis.v1.StatusResponse.watermark:type_name -> rolis.v1.LogKey
+	1,  // 7: rolis.v1.StatusResponse.replayed:type_name -> rolis.v1.LogKey
+	3,  // 8: rolis.v1.StatusResponse.streams:type_name -> rolis.v1.StreamStatus
+	2,  // 9: rolis.v1.StatusResponse.decided:type_name -> rolis.v1.EpochRecord
+	4,  // 10: rolis.v1.StatusResponse.members:type_name -> rolis.v1.Member
+	2,  // 11: rolis.v1.PrepareFailoverRequest.last_decided:type_name -> rolis.v1.EpochRecord
+	2,  // 12: rolis.v1.PrepareFailoverResponse.proposed:type_name -> rolis.v1.EpochRecord
+	2,  // 13: rolis.v1.DecideEpochRequest.record:type_name -> rolis.v1.EpochRecord
+	2,  // 14: rolis.v1.DecideEpochResponse.current:type_name -> rolis.v1.EpochRecord
+	2,  // 15: rolis.v1.OpenEpochRequest.record:type_name -> rolis.v1.EpochRecord
+	1,  // 16: rolis.v1.OpenEpochResponse.watermark:type_name -> rolis.v1.LogKey
+	2,  // 17: rolis.v1.AnnounceLeaderRequest.record:type_name -> rolis.v1.EpochRecord
+	4,  // 18: rolis.v1.ChangeMembershipRequest.members:type_name -> rolis.v1.Member
+	4,  // 19: rolis.v1.ChangeMembershipResponse.members:type_name -> rolis.v1.Member
+	5,  // 20: rolis.v1.Admin.Status:input_type -> rolis.v1.StatusRequest
+	7,  // 21: rolis.v1.Admin.PrepareFailover:input_type -> rolis.v1.PrepareFailoverRequest
+	9,  // 22: rolis.v1.Admin.DecideEpoch:input_type -> rolis.v1.DecideEpochRequest
+	11, // 23: rolis.v1.Admin.OpenEpoch:input_type -> rolis.v1.OpenEpochRequest
+	13, // 24: rolis.v1.Admin.AnnounceLeader:input_type -> rolis.v1.AnnounceLeaderRequest
+	15, // 25: rolis.v1.Admin.ChangeMembership:input_type -> rolis.v1.ChangeMembershipRequest
+	6,  // 26: rolis.v1.Admin.Status:output_type -> rolis.v1.StatusResponse
+	8,  // 27: rolis.v1.Admin.PrepareFailover:output_type -> rolis.v1.PrepareFailoverResponse
+	10, // 28: rolis.v1.Admin.DecideEpoch:output_type -> rolis.v1.DecideEpochResponse
+	12, // 29: rolis.v1.Admin.OpenEpoch:output_type -> rolis.v1.OpenEpochResponse
+	14, // 30: rolis.v1.Admin.AnnounceLeader:output_type -> rolis.v1.AnnounceLeaderResponse
+	16, // 31: rolis.v1.Admin.ChangeMembership:output_type -> rolis.v1.ChangeMembershipResponse
+	26, // [26:32] is the sub-list for method output_type
+	20, // [20:26] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_rolis_v1_admin_proto_init() }

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+	"github.com/rolisdb/rolis/pkg/client"
+	"github.com/spf13/cobra"
+)
+
+func newMembershipCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "membership",
+		Short: "Show or change the voting members (one member at a time, through the leader)",
+		Long: `Without a subcommand, print the configuration in force as the leader
+reports it. "add" and "remove" change it by one member through the leader's
+ChangeMembership (clusters run without Kubernetes; the operator does the same
+when spec.replicas changes). Going from 3 to 5 members takes two adds, back
+to 3 two removes: any majority of n members and any majority of n±1 members
+share a member, which keeps every decision visible to the next configuration
+(docs/replication.md, "Membership").
+
+--endpoint takes admin addresses (list every member's when they do not share
+ports, as on one host).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withAdmin(cmd.Context(), g, func(ctx context.Context, a *client.Admin) error {
+				cur, err := a.CurrentMembership(ctx)
+				if err != nil {
+					return err
+				}
+				return printMembership(cmd.OutOrStdout(), cur.LeaderID, cur.Config, cur.Members, asJSON)
+			})
+		},
+	}
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the membership as a JSON object on the last line")
+
+	var adminAddr, clientAddr string
+	add := &cobra.Command{
+		Use:   "add ID=HOST:PORT",
+		Short: "Add a member: start it first with --peers listing the new membership",
+		Long: `Add one member. Start it first (rolisd --id=ID --peers=... with --peers
+listing the current members and itself, at the replication address given
+here): it catches up by state transfer, and the leader adds it only once it
+holds the whole log (within the leader's timeout; otherwise nothing changes
+and the error says how far it got). Adding a member that is already in the
+configuration changes nothing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := client.ParseMember(args[0])
+			if err != nil {
+				return err
+			}
+			m.AdminAddress, m.ClientAddress = adminAddr, clientAddr
+			return withAdmin(cmd.Context(), g, func(ctx context.Context, a *client.Admin) error {
+				resp, err := a.AddMember(ctx, m)
+				if err != nil {
+					return fmt.Errorf("add member %d: %w", m.GetId(), err)
+				}
+				return printMembership(cmd.OutOrStdout(), 0, resp.GetConfig(), resp.GetMembers(), asJSON)
+			})
+		},
+	}
+	add.Flags().StringVar(&adminAddr, "admin-address", "", "the new member's admin address, shown by status until it is heard from")
+	add.Flags().StringVar(&clientAddr, "client-address", "", "the new member's client address, likewise")
+
+	remove := &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a member (not the leader: fail over first)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseUint(args[0], 10, 32)
+			if err != nil || id == 0 {
+				return fmt.Errorf("member id %q: want a number from 1", args[0])
+			}
+			return withAdmin(cmd.Context(), g, func(ctx context.Context, a *client.Admin) error {
+				resp, err := a.RemoveMember(ctx, uint32(id))
+				if err != nil {
+					return fmt.Errorf("remove member %d: %w", id, err)
+				}
+				return printMembership(cmd.OutOrStdout(), 0, resp.GetConfig(), resp.GetMembers(), asJSON)
+			})
+		},
+	}
+	cmd.AddCommand(add, remove)
+	return cmd
+}
+
+// withAdmin runs f with an admin client of --endpoint, bounded by --timeout.
+func withAdmin(ctx context.Context, g *globals, f func(context.Context, *client.Admin) error) error {
+	ctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	a, err := g.admin(ctx)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	return f(ctx, a)
+}
+
+func printMembership(out io.Writer, leader uint32, config uint64, members []*rolisv1.Member, asJSON bool) error {
+	ids := make([]uint32, 0, len(members))
+	fmt.Fprintf(out, "configuration %d:", config)
+	for _, m := range members {
+		ids = append(ids, m.GetId())
+		fmt.Fprintf(out, " %d=%s", m.GetId(), m.GetAddress())
+	}
+	fmt.Fprintln(out)
+	if leader != 0 {
+		fmt.Fprintf(out, "leader: %d\n", leader)
+	}
+	if asJSON {
+		b, err := json.Marshal(map[string]any{"config": config, "members": ids, "leader_id": leader})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, string(b))
+	}
+	return nil
+}
