@@ -134,12 +134,12 @@ TEST(ControlAcceptor, DecidesOnePerInstanceAndFailsTheCompareAndSetOnceANewerRec
   ControlAcceptor fresh;
   fresh.Learn(rec(3));
   ControlAcceptor::Vote v;
-  v.instance = 3;
+  v.instance = InstanceAfter(rec(3).get());  // the instance after the record of epoch 3
   v.promised = (5 << 8) | 2;
   v.accepted_ballot = (4 << 8) | 1;
   v.accepted = rec(4);
   fresh.Adopt(v);
-  ControlMsg p3{ControlMsg::Kind::kPrepare, 2, 3, (4 << 8) | 3, nullptr, rec(3)};
+  ControlMsg p3{ControlMsg::Kind::kPrepare, 2, InstanceAfter(rec(3).get()), (4 << 8) | 3, nullptr, rec(3)};
   EXPECT_FALSE(fresh.Handle(p3, 1).ok);  // below the adopted promise
   p3.ballot = (6 << 8) | 3;
   ControlReply r3 = fresh.Handle(p3, 1);
