@@ -416,3 +416,30 @@ func TestPodOutdatedOnlyOnceTheStatefulSetControllerCaughtUp(t *testing.T) {
 	p.Labels[appsv1.ControllerRevisionHashLabelKey] = "r2"
 	g.Expect(podOutdated(sts, p)).To(BeFalse())
 }
+
+// A membership change is decided by the leader within its epoch (rolisd's
+// control stream); the stored record follows it, and only forwards.
+func TestTheStoredRecordFollowsTheLeadersMembershipChange(t *testing.T) {
+	g := NewWithT(t)
+	e := servingCluster(t)
+	four := []*rolisv1.Member{{Id: 1, Address: "a:1"}, {Id: 2, Address: "b:1"}, {Id: 3, Address: "c:1"}, {Id: 4, Address: "d:1"}}
+	e.dialer[1].status.Decided = &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1, Config: 1, Members: four}
+	_, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	store := &leadership.ConfigMapStore{Reader: e.c, Writer: e.c, Key: types.NamespacedName{Namespace: "ns", Name: "db-epoch"}}
+	got, err := store.Load(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Record.GetEpoch()).To(Equal(uint64(1)))
+	g.Expect(got.Record.GetConfig()).To(Equal(uint64(1)))
+	g.Expect(leadership.MemberIDs(got.Record.GetMembers())).To(Equal([]int32{1, 2, 3, 4}))
+	g.Expect(e.rec.Events).To(Receive(ContainSubstring(ReasonConfiguration)))
+
+	// A follower that still reports configuration 0 changes nothing.
+	e.dialer[1].status.Decided = &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1}
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	again, err := store.Load(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.Record.GetConfig()).To(Equal(uint64(1)))
+	g.Expect(again.Version).To(Equal(got.Version))
+}

@@ -40,6 +40,7 @@ const (
 	ReasonWaitingForLease     = "WaitingForLease"
 	ReasonEpochRecordLost     = "EpochRecordLost"
 	ReasonLeaderLabelMoved    = "LeaderLabelMoved"
+	ReasonConfiguration       = "ConfigurationRecorded"
 
 	// maxPromotionBackoff bounds the wait between failed promotions.
 	maxPromotionBackoff = 2 * time.Minute
@@ -106,6 +107,10 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		s.mem.leaderUnhealthySince = time.Time{}
 		s.mem.promotion.reset()
 		c.Status.Watermark = logKey(s.assessment.Leader.Status.GetWatermark())
+		if err := r.recordConfiguration(ctx, s); err != nil {
+			return proceed, err
+		}
+		rec = s.stored.Record
 		if err := r.moveLeaderLabel(ctx, s, s.leaderID); err != nil {
 			return proceed, err
 		}
@@ -156,6 +161,33 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		}
 		return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
 	}
+}
+
+// recordConfiguration keeps the stored record in step with membership
+// changes. The leader decides a change itself, on rolisd's control stream,
+// as a record of its epoch with the next configuration (docs/replication.md,
+// "Membership"); when the serving leader reports such a successor of the
+// stored record, the store takes it (compare-and-set), so that the record
+// the next failover starts from names the members in force. rolisd would
+// also find the newer configuration in the Prepare quorum; the store should
+// not lag behind what it says it holds.
+func (r *Reconciler) recordConfiguration(ctx context.Context, s *state) error {
+	c, rec := s.cluster, s.stored.Record
+	dec := s.assessment.Leader.Status.GetDecided()
+	if dec.GetEpoch() != rec.GetEpoch() || dec.GetLeaderId() != rec.GetLeaderId() || !leadership.NewerRecord(dec, rec) {
+		return nil
+	}
+	stored, err := r.epochStore(c).CompareAndSwap(ctx, s.stored.Version, dec)
+	if errors.Is(err, leadership.ErrSuperseded) {
+		return nil // written since it was read: the next pass looks again
+	}
+	if err != nil {
+		return err
+	}
+	s.stored = stored
+	r.event(c, corev1.EventTypeNormal, ReasonConfiguration, "Record", "configuration %d of epoch %d recorded: members %v",
+		dec.GetConfig(), dec.GetEpoch(), leadership.MemberIDs(dec.GetMembers()))
+	return nil
 }
 
 // promote runs one promotion: choose the candidate, take the Lease, drive

@@ -26,6 +26,17 @@ import (
 // read: this promotion must give up (its epoch may never open).
 var ErrSuperseded = errors.New("epoch record changed since it was read: a newer decision won")
 
+// NewerRecord orders decided records by (epoch, config): a failover decides
+// a record of a higher epoch; a membership change, which the leader decides
+// on rolisd's control stream within its epoch, a record of the same epoch
+// with the next configuration.
+func NewerRecord(a, b *rolisv1.EpochRecord) bool {
+	if a.GetEpoch() != b.GetEpoch() {
+		return a.GetEpoch() > b.GetEpoch()
+	}
+	return a.GetConfig() > b.GetConfig()
+}
+
 // Stored is a decided record and the version it was read at.
 type Stored struct {
 	Record  *rolisv1.EpochRecord
@@ -38,8 +49,8 @@ type Stored struct {
 type EpochStore interface {
 	Load(ctx context.Context) (Stored, error)
 	// CompareAndSwap records rec if the store is still at version; it
-	// returns ErrSuperseded when it is not, or when rec's epoch is not above
-	// the stored one.
+	// returns ErrSuperseded when it is not, or when rec is not newer than
+	// the stored record (NewerRecord).
 	CompareAndSwap(ctx context.Context, version string, rec *rolisv1.EpochRecord) (Stored, error)
 }
 
@@ -103,7 +114,7 @@ func (s *ConfigMapStore) CompareAndSwap(ctx context.Context, version string, rec
 	if err != nil {
 		return Stored{}, fmt.Errorf("epoch record %s is corrupt: %w", s.Key, err)
 	}
-	if rec.GetEpoch() <= old.GetEpoch() {
+	if !NewerRecord(rec, old) {
 		return Stored{}, ErrSuperseded
 	}
 	enc, err := EncodeRecord(rec)

@@ -80,6 +80,17 @@ func TestConfigMapStoreCompareAndSwap(t *testing.T) {
 
 	_, err = s.CompareAndSwap(ctx, next.Version, &rolisv1.EpochRecord{Epoch: 1})
 	g.Expect(errors.Is(err, ErrSuperseded)).To(BeTrue(), "an epoch that is not above the decided one must lose")
+
+	// A membership change: the same epoch with the next configuration.
+	members := []*rolisv1.Member{{Id: 1, Address: "a:1"}, {Id: 2, Address: "b:1"}}
+	cfg, err := s.CompareAndSwap(ctx, next.Version, &rolisv1.EpochRecord{Epoch: 1, LeaderId: 2, Config: 1, Members: members})
+	g.Expect(err).NotTo(HaveOccurred())
+	back, err := s.Load(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(back.Record.GetConfig()).To(Equal(uint64(1)))
+	g.Expect(back.Record.GetMembers()).To(HaveLen(2))
+	_, err = s.CompareAndSwap(ctx, cfg.Version, &rolisv1.EpochRecord{Epoch: 1, Config: 1})
+	g.Expect(errors.Is(err, ErrSuperseded)).To(BeTrue(), "the same configuration again must lose")
 }
 
 func TestConfigMapStoreErrors(t *testing.T) {
