@@ -3,6 +3,10 @@
 #include <array>
 #include <cstring>
 
+#if defined(__SSE4_2__)
+#include <nmmintrin.h>
+#endif
+
 namespace rolis::replication {
 namespace {
 
@@ -49,10 +53,27 @@ class Reader {
 
 }  // namespace
 
+// The leader's workers checksum every batch they close, on the commit path:
+// with SSE4.2 (in -march=x86-64-v2) 8 bytes per crc32 instruction, ~30x
+// faster than the table (docs/benchmarks.md, "Replication").
 uint32_t Crc32c(std::string_view data, uint32_t crc) {
+#if defined(__SSE4_2__)
+  uint64_t c = ~crc;
+  const char* p = data.data();
+  size_t n = data.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+  }
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; p++, n--) c32 = _mm_crc32_u8(c32, static_cast<unsigned char>(*p));
+  return ~c32;
+#else
   crc = ~crc;
   for (unsigned char c : data) crc = kCrcTable[(crc ^ c) & 0xFF] ^ (crc >> 8);
   return ~crc;
+#endif
 }
 
 void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes) {
