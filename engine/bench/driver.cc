@@ -16,19 +16,6 @@ namespace {
 
 enum Phase : int { kWarmup = 0, kMeasure = 1, kStop = 2 };
 
-// The CPUs this process may run on, in order.
-std::vector<int> AllowedCpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c) {
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    }
-  }
-  return cpus;
-}
-
 bool PinTo(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -51,6 +38,18 @@ struct PerThread {
 
 }  // namespace
 
+std::vector<int> AllowedCpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  return cpus;
+}
+
 void WaitForSnapshot(Database* db, uint32_t timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const uint64_t epoch = db->Stats().current_epoch;
@@ -63,7 +62,9 @@ void WaitForSnapshot(Database* db, uint32_t timeout_ms) {
 Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOptions& options, RunResult* result) {
   const uint32_t threads = options.threads == 0 ? 1 : options.threads;
   const auto type_names = workload->txn_types();
-  const std::vector<int> cpus = AllowedCpus();
+  const std::vector<int> cpus = options.cpus.empty() ? AllowedCpus() : options.cpus;
+  WorkerHooks no_hooks;
+  WorkerHooks* hooks = options.hooks != nullptr ? options.hooks : &no_hooks;
   const bool fixed_work = options.txns_per_thread > 0;
 
   std::vector<PerThread> per(threads);
@@ -85,6 +86,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
       }
       workloads::WorkerContext ctx(worker.get(), t, threads, options.seed);
       workload->InitThread(ctx);
+      hooks->ThreadStart(t, worker.get());
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
 
@@ -98,8 +100,10 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         }
         if (p == kStop || (fixed_work && n >= options.txns_per_thread)) break;
         const uint64_t start = CycleNow();
+        hooks->BeforeTxn(t);
         workloads::TxnOutcome out = workload->RunOne(ctx);
         const uint64_t end = CycleNow();
+        hooks->AfterTxn(t, start, end, p == kMeasure && out.error.ok());
         if (!out.error.ok()) {
           me.error = std::move(out.error);
           phase.store(kStop);
@@ -113,6 +117,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         ts.latency.Record(end - start);
       }
       if (cpu_start >= 0) me.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+      hooks->ThreadEnd(t);
     });
   }
   while (ready.load() < threads) std::this_thread::sleep_for(std::chrono::microseconds(100));

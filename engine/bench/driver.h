@@ -15,6 +15,22 @@
 
 namespace rolis::bench {
 
+// What a mode does on each worker thread, around its transactions (the
+// replicated mode: the stream's registration, the worker mutex the
+// replicator closes idle batches under, and the watermark wait). Every call
+// is on worker thread `t`.
+class WorkerHooks {
+ public:
+  virtual ~WorkerHooks() = default;
+  virtual void ThreadStart(uint32_t t, Worker* worker) {}
+  virtual void BeforeTxn(uint32_t t) {}
+  // `start` and `end`: CycleNow() at the first Begin and after the outcome;
+  // `measured`: the transaction belongs to the measured window.
+  virtual void AfterTxn(uint32_t t, uint64_t start, uint64_t end, bool measured) {}
+  // After the thread's last transaction, before the run's end is reported.
+  virtual void ThreadEnd(uint32_t t) {}
+};
+
 struct DriverOptions {
   uint32_t threads = 1;
   double warmup_seconds = 1;
@@ -24,6 +40,9 @@ struct DriverOptions {
   // Fixed-work mode for tests: when > 0, each thread runs this many
   // transactions (no warmup) and seconds is ignored.
   uint64_t txns_per_thread = 0;
+  // CPUs to pin worker t to (cpus[t % size]); empty: the CPUs this thread may run on.
+  std::vector<int> cpus;
+  WorkerHooks* hooks = nullptr;  // not owned; may be null
 };
 
 struct TxnTypeStats {
@@ -46,6 +65,13 @@ struct RunResult {
   // CPU time the workers got during the measured window (all threads). On a
   // shared machine it is below threads * measured_seconds.
   double worker_cpu_seconds = 0;
+  // Replicated mode: per committed read-write transaction of the measured
+  // window, ticks from its first Begin to when the commit watermark passed
+  // its commit ts (when a server would acknowledge it).
+  bool has_ack_latency = false;
+  LogLinearHistogram ack_latency;
+  uint64_t unacked = 0;    // committed, but not acknowledged within 10 s of the window's end
+  uint64_t unsampled = 0;  // committed, not in ack_latency (its worker's queue to the observer was full)
 
   double throughput() const { return measured_seconds > 0 ? commits / measured_seconds : 0; }
   // Throughput had every worker had a CPU to itself for the whole window:
@@ -61,6 +87,9 @@ struct RunResult {
     return h.Quantile(q) * nanos_per_tick / 1000.0;
   }
 };
+
+// The CPUs the calling thread may run on, in order.
+std::vector<int> AllowedCpus();
 
 // Blocks until read-only transactions see what was committed before the call
 // (their snapshot trails by up to ~2 epochs), or until `timeout_ms`.

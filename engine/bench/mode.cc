@@ -1,5 +1,7 @@
 #include "mode.h"
 
+#include "replicated_mode.h"
+
 namespace rolis::bench {
 namespace {
 
@@ -15,15 +17,19 @@ class Unreplicated : public Mode {
 
 }  // namespace
 
-Status MakeMode(const ModeOptions& options, std::unique_ptr<Mode>* mode) {
+Status MakeMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
+  ModeOptions options = given;
+  if (options.mode.empty()) options.mode = options.replicas > 1 ? "replicated" : "unreplicated";
   if (options.mode == "unreplicated") {
     if (options.replicas != 1) {
-      return Status::InvalidArgument("--replicas > 1 needs the replicated mode, which is not built yet");
+      return Status::InvalidArgument("--mode=unreplicated runs one replica: drop --replicas or use --mode=replicated");
     }
+    options.batch_size = 0;
     *mode = std::make_unique<Unreplicated>(options);
     return Status::OK();
   }
-  return Status::InvalidArgument("unknown --mode '" + options.mode + "' (supported: unreplicated)");
+  if (options.mode == "replicated") return MakeReplicatedMode(options, mode);
+  return Status::InvalidArgument("unknown --mode '" + options.mode + "' (supported: unreplicated, replicated)");
 }
 
 }  // namespace rolis::bench

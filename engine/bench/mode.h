@@ -1,36 +1,61 @@
 // Benchmark modes: what the workload runs on. "unreplicated" is the engine
-// alone (Silo). The replicated mode (Rolis, --replicas=3) plugs in here: it
-// will build the replication stack, install its CommitHook in the Database
-// options, and wait for the watermark before reporting a transaction done.
+// alone (Silo). "replicated" (Rolis, --replicas=3) runs the leader's engine
+// in this process with the replication layer rolisd uses (PaxosReplicator)
+// as its commit hook, and the followers as rolisd processes it starts on
+// loopback (replicated_mode.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "driver.h"
 #include "rolis/db.h"
 #include "rolis/status.h"
 
 namespace rolis::bench {
 
 struct ModeOptions {
-  std::string mode = "unreplicated";
+  std::string mode;  // "unreplicated" or "replicated"; empty: by replicas (1: unreplicated)
   uint32_t replicas = 1;
-  uint32_t batch_size = 0;  // transactions per replication batch; 0 = no replication
+  uint32_t batch_size = 0;  // transactions per replication batch; 0: rolisd's default (50), or none
+  std::chrono::microseconds batch_timeout{1000};
+  uint32_t threads = 1;        // worker threads = replication streams
+  uint32_t epoch_period_ms = 40;
+  std::string rolisd;          // follower binary; empty: rolisd next to this program
+  bool pin = true;             // pin followers and the replication threads away from the workers
 };
 
-// A running mode: owns what the database needs besides itself.
+// A running mode: owns what the database needs besides itself. The bench
+// calls, in order: commit_hook() (into Options before Database::Open),
+// AfterOpen(db) before the load, Start(db) after it, RunWorkload with worker_hooks()
+// and driver_cpus(), Finish(result), and Shutdown() before the Database goes.
 class Mode {
  public:
   virtual ~Mode() = default;
   virtual const ModeOptions& options() const = 0;
   // The hook to put in Options::commit_hook before Database::Open (may be null).
   virtual CommitHook* commit_hook() = 0;
-  // Called after the measured window, before the report; e.g. drains the log.
-  virtual Status Finish() { return Status::OK(); }
+  // Right after Database::Open, before the workload creates its tables.
+  virtual Status AfterOpen(Database* db) { return Status::OK(); }
+  // After the load: e.g. attach the replicator and elect this process leader.
+  virtual Status Start(Database* db) { return Status::OK(); }
+  virtual WorkerHooks* worker_hooks() { return nullptr; }
+  // CPUs for the workers (empty: every CPU this process may use).
+  virtual std::vector<int> driver_cpus() const { return {}; }
+  // After the measured window, before the report: e.g. the client-visible
+  // latency into result->ack_latency.
+  virtual Status Finish(RunResult* result) { return Status::OK(); }
+  // Stops what Start started (idempotent; also on error paths).
+  virtual void Shutdown() {}
+  // One line about where followers and threads run ("" when nothing to say).
+  virtual std::string Placement() const { return ""; }
 };
 
-// kInvalidArgument for an unknown mode or a combination not supported yet.
+// kInvalidArgument for an unknown mode or a bad combination (even replicas,
+// rolisd missing), with a message that says which flag to change.
 Status MakeMode(const ModeOptions& options, std::unique_ptr<Mode>* mode);
 
 }  // namespace rolis::bench

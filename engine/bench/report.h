@@ -18,14 +18,18 @@ struct RunInfo {
   double warmup_seconds = 0;
   uint64_t seed = 0;
   double load_seconds = 0;
+  std::string placement;  // where workers, followers and threads ran (Mode::Placement)
   // Workload parameters, as (name, JSON value) pairs, e.g. {"keys", "1000000"}.
   std::vector<std::pair<std::string, std::string>> config;
 };
 
 void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
 // One JSON object without newlines. Fields: workload, mode, threads, seconds,
-// warmup_seconds, seed, throughput_tps, abort_rate, p50_us, p99_us, commits,
-// aborts, rollbacks, replicas, batch_size, load_seconds, pinned,
+// warmup_seconds, seed, throughput_tps, abort_rate, latency ("engine" or
+// "client_visible_commit": what p50_us, p95_us and p99_us measure),
+// p50_us, p95_us, p99_us, engine_p50_us, engine_p99_us, commits, aborts,
+// rollbacks, replicas, batch_size, (replicated: batch_timeout_us,
+// acked_txns, unacked_txns, unsampled_txns), load_seconds, pinned,
 // worker_cpu_seconds, cpu_normalized_tps, config{},
 // txns{type: {commits, aborts, rollbacks, p50_us, p99_us}}.
 std::string JsonLine(const RunInfo& info, const RunResult& result);

@@ -3,7 +3,11 @@
 // as its last line, one JSON object (see report.h).
 //
 //   rolis-bench --workload=ycsbpp|tpcc --threads=N --seconds=S [--warmup=S]
-//               [--seed=N] [--ycsb-keys=N] [--tpcc-...] [--mode=unreplicated]
+//               [--seed=N] [--ycsb-keys=N] [--tpcc-...]
+//               [--replicas=1|3|5|7 [--batch-size=B] [--batch-timeout=1ms] [--rolisd=PATH]]
+//
+// --replicas=3 is the replicated mode (replicated_mode.h): the leader in this
+// process, two rolisd followers on loopback.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +19,7 @@
 #include "driver.h"
 #include "mode.h"
 #include "report.h"
+#include "server/config.h"
 #include "rolis/db.h"
 #include "workloads/tpcc.h"
 #include "workloads/ycsb.h"
@@ -39,6 +44,7 @@ int main(int argc, char** argv) {
   workloads::TpccConfig tpcc;
   uint32_t epoch_ms = 40;
   bool no_pin = false;
+  std::string batch_timeout = "1ms";
 
   app.add_option("--workload", workload_name, "ycsbpp or tpcc")->check(CLI::IsMember({"ycsbpp", "tpcc"}));
   app.add_option("--threads", driver.threads, "worker threads (one warehouse each for tpcc)")
@@ -49,9 +55,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", driver.seed, "random seed");
   app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
   app.add_option("--epoch-ms", epoch_ms, "engine epoch period, ms")->check(CLI::Range(1, 10000));
-  app.add_option("--mode", mode_options.mode, "unreplicated (replicated: later)");
-  app.add_option("--replicas", mode_options.replicas, "replicas (1 = unreplicated)")->check(CLI::Range(1, 7));
-  app.add_option("--batch-size", mode_options.batch_size, "transactions per replication batch");
+  app.add_option("--mode", mode_options.mode, "unreplicated or replicated (default: by --replicas)");
+  app.add_option("--replicas", mode_options.replicas, "replicas: 1 = unreplicated; 3, 5, 7: replicated (odd)")
+      ->check(CLI::Range(1, 7));
+  app.add_option("--batch-size", mode_options.batch_size, "transactions per replication batch (default 50)")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--batch-timeout", batch_timeout, "a partial batch closes after this long (50us..1s)");
+  app.add_option("--rolisd", mode_options.rolisd, "rolisd binary for the followers (default: next to rolis-bench)");
   app.add_option("--ycsb-keys", ycsb.keys, "YCSB++ records")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   app.add_option("--tpcc-warehouses", tpcc.warehouses, "TPC-C warehouses (0 = one per thread)");
   app.add_option("--tpcc-items", tpcc.items, "TPC-C items (spec: 100000)")->check(CLI::Range(1, 100000000));
@@ -65,16 +75,31 @@ int main(int argc, char** argv) {
     tpcc.new_orders_per_district = tpcc.customers_per_district * 3 / 10;
   }
 
+  auto timeout = server::ParseBatchTimeout(batch_timeout);
+  if (!timeout) return Fail("--batch-timeout", Status::InvalidArgument("'" + batch_timeout + "' is not 50us..1s"));
+  mode_options.batch_timeout = *timeout;
+  mode_options.threads = driver.threads;
+  mode_options.epoch_period_ms = epoch_ms;
+  mode_options.pin = !no_pin;
+
   std::unique_ptr<bench::Mode> mode;
   Status s = bench::MakeMode(mode_options, &mode);
   if (!s.ok()) return Fail("mode", s);
 
   Options options;
   options.epoch_period_ms = epoch_ms;
-  options.max_workers = std::max<uint32_t>(options.max_workers, driver.threads + 2);
+  // The load's and the run's workers, and the replicator's replay and snapshot workers.
+  options.max_workers = std::max<uint32_t>(options.max_workers, driver.threads + 4);
   options.commit_hook = mode->commit_hook();
   std::unique_ptr<Database> db = Database::Open(options);
   if (!db) return Fail("open", Status::Internal("Database::Open returned null"));
+  // The mode (followers, replicator) stops before the Database goes, on every path.
+  struct StopMode {
+    bench::Mode* m;
+    ~StopMode() { m->Shutdown(); }
+  } stop_mode{mode.get()};
+  s = mode->AfterOpen(db.get());
+  if (!s.ok()) return Fail("mode", s);
 
   bench::RunInfo info;
   info.workload = workload_name;
@@ -104,11 +129,16 @@ int main(int argc, char** argv) {
   // Read-only transactions read a snapshot a few epochs old: wait until it
   // holds the loaded data, so no read-only transaction misses a key.
   bench::WaitForSnapshot(db.get(), 10 * epoch_ms + 1000);
+  s = mode->Start(db.get());
+  if (!s.ok()) return Fail("start", s);
+  info.placement = mode->Placement();
 
   bench::RunResult result;
+  driver.hooks = mode->worker_hooks();
+  driver.cpus = mode->driver_cpus();
   s = bench::RunWorkload(db.get(), workload.get(), driver, &result);
   if (!s.ok()) return Fail("run", s);
-  s = mode->Finish();
+  s = mode->Finish(&result);
   if (!s.ok()) return Fail("finish", s);
 
   bench::PrintTable(stdout, info, result);

@@ -1,5 +1,6 @@
-// rolis-bench end to end: a short run of each workload prints, as its last
-// line, one JSON object with the documented fields.
+// rolis-bench end to end: a short run of each workload, unreplicated and
+// replicated (with real rolisd followers), prints, as its last line, one
+// JSON object with the documented fields; bad flags fail clearly.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -173,12 +174,65 @@ TEST(RolisBench, TpccPrintsJsonSummaryAsLastLine) {
            "tpcc");
 }
 
-TEST(RolisBench, RejectsUnknownWorkloadAndReplicatedModeForNow) {
+TEST(RolisBench, RejectsUnknownWorkload) {
   int code = 0;
   RunBench("--workload=nope --seconds=1", &code);
   EXPECT_NE(code, 0);
-  RunBench("--workload=ycsbpp --replicas=3 --seconds=1 --ycsb-keys=100", &code);
+}
+
+// --replicas=3: the leader in process, two rolisd followers on loopback. A
+// functional check (the fields are there and transactions are acknowledged),
+// not a timed one.
+std::map<std::string, std::variant<double, std::string, bool>> RunReplicated(const std::string& args) {
+  int code = -1;
+  std::string out = RunBench(args + " --replicas=3 --threads=1 --seconds=1 --warmup=0 --rolisd=" ROLISD_BINARY, &code);
+  std::map<std::string, std::variant<double, std::string, bool>> f;
+  EXPECT_EQ(code, 0) << out;
+  std::string line = LastLine(out);
+  EXPECT_TRUE(JsonReader(line).ParseObject(&f)) << "last line is not a JSON object: " << out;
+  for (const char* name : {"mode", "replicas", "batch_size", "batch_timeout_us", "throughput_tps", "p50_us", "p95_us",
+                           "p99_us", "engine_p50_us", "acked_txns", "unacked_txns", "latency"}) {
+    EXPECT_TRUE(f.count(name)) << "missing field " << name << " in " << line;
+  }
+  if (::testing::Test::HasFailure()) return {};
+  EXPECT_EQ(std::get<std::string>(f["mode"]), "replicated");
+  EXPECT_EQ(std::get<std::string>(f["latency"]), "client_visible_commit");
+  EXPECT_EQ(std::get<double>(f["replicas"]), 3);
+  EXPECT_GT(std::get<double>(f["throughput_tps"]), 0);
+  EXPECT_GT(std::get<double>(f["acked_txns"]), 0);
+  EXPECT_GT(std::get<double>(f["p50_us"]), 0);
+  EXPECT_GE(std::get<double>(f["p95_us"]), std::get<double>(f["p50_us"]));
+  EXPECT_GE(std::get<double>(f["p99_us"]), std::get<double>(f["p95_us"]));
+  return f;
+}
+
+TEST(RolisBench, ReplicatedYcsbppAcknowledgesThroughTheWatermark) {
+  auto f = RunReplicated("--workload=ycsbpp --ycsb-keys=10000 --batch-size=100");
+  if (f.empty()) return;
+  EXPECT_EQ(std::get<double>(f["batch_size"]), 100);
+  // Acknowledgement waits for a majority: never faster than the engine alone.
+  EXPECT_GE(std::get<double>(f["p50_us"]), std::get<double>(f["engine_p50_us"]));
+}
+
+TEST(RolisBench, ReplicatedTpccAcknowledgesThroughTheWatermark) {
+  auto f = RunReplicated("--workload=tpcc --tpcc-items=5000 --tpcc-customers=300 --tpcc-new-orders=90");
+  if (f.empty()) return;
+  EXPECT_EQ(std::get<double>(f["batch_size"]), 50);
+}
+
+TEST(RolisBench, RejectsEvenReplicasAndMissingRolisd) {
+  int code = 0;
+  std::string out = RunBench("--workload=ycsbpp --replicas=2 --seconds=1 --ycsb-keys=100", &code);
   EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("odd"), std::string::npos) << out;
+  out = RunBench("--workload=ycsbpp --replicas=3 --seconds=1 --ycsb-keys=100 --rolisd=/nonexistent/rolisd", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("rolisd not found at /nonexistent/rolisd"), std::string::npos) << out;
+  out = RunBench("--workload=ycsbpp --mode=unreplicated --replicas=3 --seconds=1 --ycsb-keys=100", &code);
+  EXPECT_NE(code, 0);
+  out = RunBench("--workload=ycsbpp --replicas=3 --batch-timeout=5us --seconds=1 --ycsb-keys=100", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--batch-timeout"), std::string::npos) << out;
 }
 
 }  // namespace

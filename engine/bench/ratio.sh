@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Replicated ÷ unreplicated throughput, measured in one session: runs
+# rolis-bench ROUNDS times with --replicas=1 and then
+# --replicas=3 (alternating, so both see the same machine), prints each run's
+# figures and the ratio of the medians (throughput and CPU-normalized).
+#   [ROUNDS=3] [BENCH=path/to/rolis-bench] engine/bench/ratio.sh --workload=ycsbpp --threads=1 --seconds=5
+set -euo pipefail
+rounds=${ROUNDS:-3}
+bin=${BENCH:-$(dirname "$0")/../../bin/rolis-bench}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for i in $(seq "$rounds"); do
+  for r in 1 3; do
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    line=$("$bin" "$@" --replicas=$r | tail -n 1)
+    echo "round $i replicas $r (loadavg $load): $line" | cut -c1-400
+    echo "$line" >>"$out"
+  done
+done
+python3 - "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+by = {1: [r for r in rows if r["replicas"] == 1], 3: [r for r in rows if r["replicas"] == 3]}
+def med(rs, k): return statistics.median(r[k] for r in rs)
+w = rows[0]["workload"]
+t1, t3 = med(by[1], "throughput_tps"), med(by[3], "throughput_tps")
+c1, c3 = med(by[1], "cpu_normalized_tps"), med(by[3], "cpu_normalized_tps")
+print("%-8s %9s %14s %18s %9s %9s %9s" % ("replicas", "runs", "median_tps", "median_cpu_norm", "p50_us", "p95_us", "p99_us"))
+for r, rs in sorted(by.items()):
+    print("%-8d %9d %14.0f %18.0f %9.1f %9.1f %9.1f" % (r, len(rs), med(rs, "throughput_tps"), med(rs, "cpu_normalized_tps"),
+          med(rs, "p50_us"), med(rs, "p95_us"), med(rs, "p99_us")))
+print("ratio replicated/unreplicated: throughput %.3f  cpu-normalized %.3f" % (t3 / t1, c3 / c1))
+print(json.dumps({"benchmark": "replication_ratio", "workload": w, "threads": rows[0]["threads"], "rounds": len(by[1]),
+                  "unreplicated_tps": t1, "replicated_tps": t3, "ratio": round(t3 / t1, 4),
+                  "ratio_cpu_normalized": round(c3 / c1, 4), "replicated_p50_us": med(by[3], "p50_us"),
+                  "replicated_p95_us": med(by[3], "p95_us"), "replicated_p99_us": med(by[3], "p99_us")}))
+PY

@@ -1,0 +1,348 @@
+#include "replicated_mode.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "cycle_clock.h"
+#include "followers.h"
+#include "paxos_replicator.h"
+#include "server/config.h"
+#include "spsc.h"
+
+namespace rolis::bench {
+namespace {
+
+constexpr uint32_t kLeaderId = 1;
+constexpr uint32_t kDefaultBatchSize = 50;  // rolisd's --batch-size default
+
+// Reserves n distinct loopback ports: free when it returns (a follower that
+// cannot bind one exits, and the election reports it).
+Status FreePorts(size_t n, std::vector<int>* ports) {
+  std::vector<int> fds;
+  Status s;
+  for (size_t i = 0; i < n && s.ok(); i++) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      s = Status::Internal("cannot reserve a loopback port");
+    } else {
+      ports->push_back(ntohs(a.sin_port));
+    }
+    if (fd >= 0) fds.push_back(fd);
+  }
+  for (int fd : fds) close(fd);
+  return s;
+}
+
+std::string CpuList(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) out += (out.empty() ? "" : ",") + std::to_string(c);
+  return out;
+}
+
+std::string Hp(int port) { return "127.0.0.1:" + std::to_string(port); }
+
+std::string RolisdNextToSelf() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "rolisd" : (self.parent_path() / "rolisd").string();
+}
+
+// A committed transaction waiting for the watermark.
+struct Unacked {
+  uint64_t ts;
+  uint64_t start;  // CycleNow() at its first Begin
+};
+
+struct alignas(64) PerThread {
+  PerThread() : committed(1 << 18) {}
+  // Worker side.
+  std::mutex mu;           // held around each transaction (the replicator closes idle batches under it)
+  uint64_t commit_ts = 0;  // set by the commit hook on this thread
+  replication::SpscRing<Unacked> committed;  // to the observer
+  uint64_t unsampled = 0;  // the ring was full
+  // Observer side.
+  std::deque<Unacked> waiting;
+};
+
+thread_local PerThread* tls_thread = nullptr;
+
+class Replicated final : public Mode, public CommitHook, public WorkerHooks {
+ public:
+  Replicated(ModeOptions o, std::string rolisd) : o_(std::move(o)), rolisd_(std::move(rolisd)) {
+    for (uint32_t t = 0; t < o_.threads; t++) per_.push_back(std::make_unique<PerThread>());
+  }
+  ~Replicated() override { Shutdown(); }
+
+  Status Init();
+
+  const ModeOptions& options() const override { return o_; }
+  CommitHook* commit_hook() override { return this; }
+  Status AfterOpen(Database* db) override;
+  Status Start(Database* db) override;
+  WorkerHooks* worker_hooks() override { return this; }
+  std::vector<int> driver_cpus() const override { return worker_cpus_; }
+  Status Finish(RunResult* result) override;
+  void Shutdown() override;
+  std::string Placement() const override { return placement_; }
+
+  // CommitHook: the worker's thread, its mutex held.
+  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override {
+    if (!forwarding_.load(std::memory_order_relaxed)) return;  // the load, before the leader opens
+    repl_->OnCommit(worker, commit_ts, writes);
+    if (tls_thread != nullptr) tls_thread->commit_ts = commit_ts;
+  }
+
+  // WorkerHooks.
+  void ThreadStart(uint32_t t, Worker* worker) override {
+    repl_->RegisterStream(worker->id(), t);
+    tls_thread = per_[t].get();
+  }
+  void BeforeTxn(uint32_t t) override { per_[t]->mu.lock(); }
+  void AfterTxn(uint32_t t, uint64_t start, uint64_t end, bool measured) override {
+    PerThread& p = *per_[t];
+    p.mu.unlock();
+    if (p.commit_ts != 0) {
+      if (measured && !p.committed.TryPush(Unacked{p.commit_ts, start})) p.unsampled++;
+      p.commit_ts = 0;
+    }
+  }
+  void ThreadEnd(uint32_t t) override { tls_thread = nullptr; }
+
+ private:
+  void Observe();
+  Status Elect();
+  Status SpawnFollowers(Database* db);
+
+  ModeOptions o_;
+  std::string rolisd_;
+  std::vector<int> ports_;  // replication port of member i+1, then 3 per follower
+  std::vector<int> worker_cpus_, other_cpus_;
+  std::string placement_;
+  std::string dir_;  // follower logs
+  std::unique_ptr<replication::PaxosReplicator> repl_;
+  FollowerSet followers_;
+  std::vector<std::unique_ptr<PerThread>> per_;
+  std::atomic<bool> forwarding_{false};
+  // The observer: sees when the watermark passes each committed transaction.
+  std::thread observer_;
+  std::atomic<bool> observer_stop_{false};
+  LogLinearHistogram latency_;  // observer's until it is joined
+  uint64_t never_acked_ = 0;
+  bool stopped_ = false;
+};
+
+Status Replicated::Init() {
+  const uint32_t followers = o_.replicas - 1;
+  Status s = FreePorts(o_.replicas + 3 * followers, &ports_);
+  if (!s.ok()) return s;
+  char tmpl[] = "/tmp/rolis-bench-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return Status::Internal("cannot create a folder for the follower logs in /tmp");
+  dir_ = tmpl;
+
+  // Workers on the first CPUs; followers and replication threads on the rest.
+  const std::vector<int> cpus = AllowedCpus();
+  if (o_.pin && cpus.size() > o_.threads) {
+    worker_cpus_.assign(cpus.begin(), cpus.begin() + o_.threads);
+    other_cpus_.assign(cpus.begin() + o_.threads, cpus.end());
+    placement_ = "workers pinned to CPU " + CpuList(worker_cpus_) + "; followers (sched_setaffinity before exec) " +
+                 "and the leader's replication threads pinned to CPU " + CpuList(other_cpus_);
+  } else {
+    placement_ = o_.pin ? "followers not pinned: " + std::to_string(o_.threads) + " workers use all " +
+                              std::to_string(cpus.size()) + " CPUs"
+                        : "nothing pinned (--no-pin)";
+  }
+
+  // The leader: constructed before Database::Open (the base of its ts clock).
+  server::ServerConfig c;
+  c.id = kLeaderId;
+  for (uint32_t i = 0; i < o_.replicas; i++) c.peers.push_back({i + 1, Hp(ports_[i])});
+  c.worker_threads = o_.threads;
+  c.batch_size = o_.batch_size;
+  c.batch_timeout = o_.batch_timeout;
+  c.epoch_period_ms = o_.epoch_period_ms;
+  c.listen = c.admin_listen = c.metrics_listen = "127.0.0.1:0";  // no client or admin API in the bench
+  repl_.reset(static_cast<replication::PaxosReplicator*>(replication::MakeReplicator(c).release()));
+  return Status::OK();
+}
+
+Status Replicated::AfterOpen(Database* db) {
+  // rolisd's tables are "kv" (id 0) and then --tables in order: the same ids
+  // here, so that the followers' replay finds the workload's tables.
+  return db->CreateTable("kv", nullptr);
+}
+
+Status Replicated::SpawnFollowers(Database* db) {
+  std::string tables, peers;
+  for (TableId id = 1;; id++) {
+    Table* t = nullptr;
+    if (!db->GetTable(id, &t).ok()) break;
+    tables += (tables.empty() ? "" : ",") + t->name();
+  }
+  for (uint32_t i = 0; i < o_.replicas; i++) peers += (i ? "," : "") + std::to_string(i + 1) + "=" + Hp(ports_[i]);
+  for (uint32_t id = 2; id <= o_.replicas; id++) {
+    const int* p = &ports_[o_.replicas + 3 * (id - 2)];
+    FollowerSpec f;
+    f.id = id;
+    f.log_path = dir_ + "/rolisd-" + std::to_string(id) + ".log";
+    f.cpus = other_cpus_;
+    f.args = {"--id=" + std::to_string(id),
+              "--peers=" + peers,
+              "--listen=" + Hp(p[0]),
+              "--admin-listen=" + Hp(p[1]),
+              "--metrics-listen=" + Hp(p[2]),
+              "--worker-threads=" + std::to_string(o_.threads),
+              "--tables=" + tables,
+              "--batch-size=" + std::to_string(o_.batch_size),
+              "--batch-timeout=" + std::to_string(o_.batch_timeout.count()) + "us",
+              "--epoch-period-ms=" + std::to_string(o_.epoch_period_ms),
+              "--shutdown-grace=0s",
+              "--log-level=warn"};
+    Status s = followers_.Spawn(rolisd_, f);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
+Status Replicated::Start(Database* db) {
+  std::vector<std::mutex*> mus;
+  for (auto& p : per_) mus.push_back(&p->mu);
+  repl_->Attach(db, std::move(mus));
+  Status s = SpawnFollowers(db);
+  if (!s.ok()) return s;
+  // Threads inherit the creator's CPU mask: the replicator's threads (and
+  // gRPC's, made from this thread) stay off the workers' CPUs.
+  if (!other_cpus_.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : other_cpus_) CPU_SET(c, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  }
+  repl_->Start();
+  s = Elect();
+  if (!s.ok()) return s;
+  forwarding_.store(true);
+  observer_ = std::thread([this] { Observe(); });
+  return Status::OK();
+}
+
+// What rolisd's leader loop does when G advances (complete the waiting
+// replies), for the latency: every ~20 us, each worker's oldest committed
+// transactions whose ts the watermark covers are acknowledged now (a
+// worker's commit ts grow, so the front is the oldest). After the run it
+// drains for up to 10 s.
+void Replicated::Observe() {
+  std::chrono::steady_clock::time_point deadline{};
+  for (;;) {
+    const bool stopping = observer_stop_.load();
+    if (stopping && deadline == std::chrono::steady_clock::time_point{}) {
+      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    }
+    const uint64_t now = CycleNow();
+    bool all_acked = true;
+    for (auto& pt : per_) {
+      PerThread& p = *pt;
+      Unacked u;
+      while (p.committed.TryPop(&u)) p.waiting.push_back(u);
+      while (!p.waiting.empty() && repl_->WatermarkCovers(p.waiting.front().ts)) {
+        latency_.Record(now - p.waiting.front().start);
+        p.waiting.pop_front();
+      }
+      all_acked = all_acked && p.waiting.empty();
+    }
+    if (stopping && (all_acked || std::chrono::steady_clock::now() > deadline)) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  for (auto& p : per_) {
+    never_acked_ += p->waiting.size();
+    p->waiting.clear();
+  }
+}
+
+Status Replicated::Elect() {
+  // The members first probe each other (a new cluster: a majority of the
+  // others never voted); then this member runs the failover steps to epoch 1.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string last = "the start-up probe has not finished";
+  while (std::chrono::steady_clock::now() < deadline) {
+    Status alive = followers_.CheckAlive();
+    if (!alive.ok()) return alive;
+    if (repl_->role() != server::Role::kCatchingUp) {
+      grpc::Status g = repl_->RunElection();
+      if (g.ok()) return Status::OK();
+      last = g.error_message();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Internal("the in-process leader was not elected within 60 s: " + last);
+}
+
+Status Replicated::Finish(RunResult* result) {
+  // Every worker has stopped: what they committed is in the rings.
+  observer_stop_.store(true);
+  if (observer_.joinable()) observer_.join();
+  result->has_ack_latency = true;
+  result->ack_latency.Merge(latency_);
+  result->unacked = never_acked_;
+  for (auto& p : per_) result->unsampled += p->unsampled;
+  Status s = followers_.CheckAlive();
+  if (!s.ok()) return s;
+  if (repl_->role() != server::Role::kLeader) {
+    return Status::Internal("the in-process member stopped leading during the run");
+  }
+  return Status::OK();
+}
+
+void Replicated::Shutdown() {
+  if (stopped_) return;
+  stopped_ = true;
+  observer_stop_.store(true);
+  if (observer_.joinable()) observer_.join();
+  forwarding_.store(false);
+  if (repl_) repl_->Stop();
+  followers_.Stop(std::chrono::milliseconds(2000));
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace
+
+Status MakeReplicatedMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
+  ModeOptions o = given;
+  if (o.replicas % 2 == 0) {
+    return Status::InvalidArgument("--replicas=" + std::to_string(o.replicas) +
+                                   ": want an odd number (1, 3, 5 or 7); an even count tolerates no more failures "
+                                   "than one fewer");
+  }
+  if (o.batch_size == 0) o.batch_size = kDefaultBatchSize;
+  if (o.batch_size > 100000) return Status::InvalidArgument("--batch-size: want 1..100000");
+  if (o.threads > 64) return Status::InvalidArgument("--threads: the replicated mode runs at most 64 (rolisd's limit)");
+  std::string rolisd = o.rolisd.empty() ? RolisdNextToSelf() : o.rolisd;
+  if (o.replicas > 1 && access(rolisd.c_str(), X_OK) != 0) {
+    return Status::InvalidArgument("rolisd not found at " + rolisd + " (the followers run it): build it next to " +
+                                   "rolis-bench (ninja rolisd) or pass --rolisd=PATH");
+  }
+  o.rolisd = rolisd;
+  auto r = std::make_unique<Replicated>(o, rolisd);
+  Status s = r->Init();
+  if (!s.ok()) return s;
+  *mode = std::move(r);
+  return Status::OK();
+}
+
+}  // namespace rolis::bench
