@@ -4,7 +4,7 @@
 #   hack/e2e.sh full    `make e2e-full`: every scenario
 # Brings the cluster up when it is not (hack/kind/ensure.sh: kind-up if
 # needed, images, kind-load), then runs the Ginkgo suite with the label
-# filter. E2E_ARGS adds go test / Ginkgo flags (e.g. -ginkgo.focus=...).
+# filter. E2E_ARGS adds test and Ginkgo flags (e.g. -ginkgo.focus=...).
 # Artifacts of failed specs and the workload histories: build/e2e-artifacts.
 source "$(dirname "$0")/kind/lib.sh"
 case "${1:-quick}" in
@@ -14,9 +14,12 @@ case "${1:-quick}" in
 esac
 step "local cluster and images" "$KIND_DIR/ensure.sh"
 ensure_helm
-args=(-count=1 -timeout 120m ./e2e/ -ginkgo.v -ginkgo.show-node-events)
+# The suite is compiled, then run as a program: its progress streams (go test
+# would hold a package's output until it ends).
+step "compile the suite" go test -c -o "$ROOT/build/e2e.test" "$ROOT/e2e"
+args=(-test.timeout 120m -ginkgo.v -ginkgo.show-node-events)
 [ -z "$filter" ] || args+=(-ginkgo.label-filter="$filter")
-run_suite() { cd "$ROOT" && ROLIS_E2E=1 KUBECTL="$K8S_BIN/kubectl" HELM="$TOOLS_BIN/helm" KUBE_CONTEXT="kind-$KIND_CLUSTER" \
-  "${NICE[@]}" go test "${args[@]}" ${E2E_ARGS:-}; }
+run_suite() { cd "$ROOT/e2e" && ROLIS_E2E=1 KUBECTL="$K8S_BIN/kubectl" HELM="$TOOLS_BIN/helm" KUBE_CONTEXT="kind-$KIND_CLUSTER" \
+  "${NICE[@]}" "$ROOT/build/e2e.test" "${args[@]}" ${E2E_ARGS:-}; }
 step "e2e suite (${filter:-all scenarios})" run_suite
 total_time

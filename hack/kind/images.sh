@@ -44,18 +44,27 @@ build_one() { # TARGET
     echo "  $t: ${missing[*]} missing: run 'make build' (or the build of the component that makes it)" >&2
     return 1
   fi
-  # Stage the binaries (hard links when on the same file system).
-  mkdir -p "$CONTEXT/bin"
-  for f in ${NEEDS[$t]}; do
-    rm -f "$CONTEXT/$f"; ln "${SRC[$f]}" "$CONTEXT/$f" 2>/dev/null || cp "${SRC[$f]}" "$CONTEXT/$f" || return 1
-  done
   local args=(--target "$t" --network host --build-arg BASE_IMAGE="$BASE_IMAGE" --build-arg VERSION="$TAG")
+  # Skip the build when the image was made from these very inputs (even a
+  # fully cached build takes a minute here: the package look-ups below and
+  # BuildKit's export of the layers).
+  local key
+  key=$( { for f in ${NEEDS[$t]}; do sha256sum <"${SRC[$f]}"; done; sha256sum <"$ROOT/Dockerfile"
+           echo "${args[*]}"; docker image inspect -f '{{.Id}}' "$BASE_IMAGE"; } | sha256sum | cut -c1-16)
+  if [ "$(docker image inspect -f '{{index .Config.Labels "io.rolis.inputs"}}' "${IMAGE[$t]}:$TAG" 2>/dev/null || true)" = "$key" ]; then
+    info "${IMAGE[$t]}:$TAG up to date"; return 0
+  fi
   if [ "$t" = rolisd ]; then
     local debs; debs=$(runtime_debs "${SRC[bin/rolisd]}") || return 1
     info "rolisd runtime packages: ${debs:-none}"
     args+=(--build-arg RUNTIME_DEBS="$debs")
   fi
-  docker_build -q "${args[@]}" -f "$ROOT/Dockerfile" -t "${IMAGE[$t]}:$TAG" "$CONTEXT" >/dev/null || return 1
+  # Stage the binaries (hard links when on the same file system).
+  mkdir -p "$CONTEXT/bin"
+  for f in ${NEEDS[$t]}; do
+    rm -f "$CONTEXT/$f"; ln "${SRC[$f]}" "$CONTEXT/$f" 2>/dev/null || cp "${SRC[$f]}" "$CONTEXT/$f" || return 1
+  done
+  docker_build -q "${args[@]}" --label io.rolis.inputs="$key" -f "$ROOT/Dockerfile" -t "${IMAGE[$t]}:$TAG" "$CONTEXT" >/dev/null || return 1
   info "${IMAGE[$t]}:$TAG $(docker image inspect -f '{{.Size}}' "${IMAGE[$t]}:$TAG" | awk '{printf "%d MB", $1/1e6}')"
 }
 
