@@ -7,7 +7,7 @@
 //   it. Its client-visible latency runs from its first Begin to when the
 //   watermark G passes its commit ts, which is when rolisd would acknowledge
 //   it. Workers hand (commit ts, start) to an observer thread (beside the
-//   replication threads) that checks the watermark every ~20 us, as rolisd's
+//   replication threads) that checks the watermark every ~200 us, as rolisd's
 //   leader loop completes waiting replies when G moves.
 // - The initial data set is loaded before the leader opens, with the hook
 //   off: the followers hold only what the measured run writes.
