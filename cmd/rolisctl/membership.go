@@ -29,7 +29,7 @@ share a member, which keeps every decision visible to the next configuration
 ports, as on one host).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withAdmin(cmd.Context(), g, func(ctx context.Context, a *client.Admin) error {
+			return g.withAdmin(cmd, func(ctx context.Context, a *client.Admin) error {
 				cur, err := a.CurrentMembership(ctx)
 				if err != nil {
 					return err
@@ -57,7 +57,7 @@ configuration changes nothing.`,
 				return err
 			}
 			m.AdminAddress, m.ClientAddress = adminAddr, clientAddr
-			return withAdmin(cmd.Context(), g, func(ctx context.Context, a *client.Admin) error {
+			return g.withAdmin(cmd, func(ctx context.Context, a *client.Admin) error {
 				resp, err := a.AddMember(ctx, m)
 				if err != nil {
 					return fmt.Errorf("add member %d: %w", m.GetId(), err)
@@ -78,7 +78,7 @@ configuration changes nothing.`,
 			if err != nil || id == 0 {
 				return fmt.Errorf("member id %q: want a number from 1", args[0])
 			}
-			return withAdmin(cmd.Context(), g, func(ctx context.Context, a *client.Admin) error {
+			return g.withAdmin(cmd, func(ctx context.Context, a *client.Admin) error {
 				resp, err := a.RemoveMember(ctx, uint32(id))
 				if err != nil {
 					return fmt.Errorf("remove member %d: %w", id, err)
@@ -91,16 +91,17 @@ configuration changes nothing.`,
 	return cmd
 }
 
-// withAdmin runs f with an admin client of --endpoint, bounded by --timeout.
-func withAdmin(ctx context.Context, g *globals, f func(context.Context, *client.Admin) error) error {
-	ctx, cancel := g.withTimeout(ctx)
+// withAdmin runs fn with an admin client of --endpoint, bounded by
+// --timeout (withClient's counterpart for the admin API).
+func (g *globals) withAdmin(cmd *cobra.Command, fn func(context.Context, *client.Admin) error) error {
+	ctx, cancel := g.withTimeout(cmd.Context())
 	defer cancel()
 	a, err := g.admin(ctx)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	return f(ctx, a)
+	return fn(ctx, a)
 }
 
 func printMembership(out io.Writer, leader uint32, config uint64, members []*rolisv1.Member, asJSON bool) error {

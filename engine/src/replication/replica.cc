@@ -1812,6 +1812,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
           return Status::Aborted("stepped down while member " + std::to_string(ch.member.id) + " caught up");
         }
         int p = PeerPos(ch.member.id);
+        if (p < 0) behind = "not sent to";
         for (uint32_t t = 0; t < opts_.streams && p >= 0; t++) {
           const PeerState& ps = lstreams_[t]->peers[p];
           if (ps.acked < want[t]) {

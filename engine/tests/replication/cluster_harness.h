@@ -59,6 +59,9 @@ struct ClusterOptions {
   std::chrono::milliseconds retransmit{30};
   uint64_t max_log_slots = 20000;
   std::chrono::milliseconds live_window{3000};
+  // If set: only members 1..initial form the cluster; the others are booted
+  // later by Join (knowing every member) and added by membership changes.
+  uint32_t initial = 0;
 };
 
 class Cluster {
@@ -66,10 +69,11 @@ class Cluster {
   explicit Cluster(ClusterOptions o) : o_(o), net_(o.seed) {
     for (uint32_t i = 1; i <= o_.members; i++) ids_.push_back(i);
     members_.resize(o_.members + 1);
-    for (uint32_t id : ids_) Boot(id);
+    const uint32_t first = o_.initial > 0 ? o_.initial : o_.members;
+    for (uint32_t id = 1; id <= first; id++) Boot(id);
     // A new cluster: every member probes the others and starts voting.
     WaitUntil([&] {
-      for (uint32_t id : ids_) {
+      for (uint32_t id = 1; id <= first; id++) {
         if (members_[id]->replica->role() == Role::kCatchingUp) return false;
       }
       return true;
@@ -91,6 +95,7 @@ class Cluster {
     ReplicaOptions ro;
     ro.id = id;
     ro.members = ids_;
+    if (o_.initial > 0 && id <= o_.initial) ro.members.resize(o_.initial);
     ro.streams = o_.streams;
     ro.batch_size = o_.batch_size;
     ro.batch_timeout = o_.batch_timeout;
@@ -147,6 +152,9 @@ class Cluster {
     Crash(id);
     Boot(id);
   }
+  // Starts a member left out of the initial cluster (it catches up).
+  void Join(uint32_t id) { Boot(id); }
+  bool Up(uint32_t id) const { return members_[id] && members_[id]->up; }
 
   // Runs one transaction on stream t of member id under its worker mutex.
   // Returns the commit ts (0 if it did not commit).
@@ -220,7 +228,7 @@ class Cluster {
     DecidedPtr last;
     uint64_t max_epoch = 0;
     for (uint32_t id : ids_) {
-      if (!m(id).up) continue;
+      if (!Up(id)) continue;
       ReplicaStatus st = r(id).GetStatus();
       max_epoch = std::max({max_epoch, st.epoch, st.promised_epoch});
       if (st.decided) {
@@ -243,7 +251,7 @@ class Cluster {
     s = r(candidate).OpenEpoch(pr.proposed, &g);
     if (!s.ok()) return s;
     for (uint32_t id : ids_) {
-      if (m(id).up) (void)r(id).AnnounceLeader(pr.proposed, "member-" + std::to_string(candidate));
+      if (Up(id)) (void)r(id).AnnounceLeader(pr.proposed, "member-" + std::to_string(candidate));
     }
     return Status::OK();
   }
@@ -251,7 +259,7 @@ class Cluster {
   std::string Describe() {
     std::string out;
     for (uint32_t id : ids_) {
-      if (!m(id).up) {
+      if (!Up(id)) {
         out += "member " + std::to_string(id) + ": down\n";
         continue;
       }
@@ -287,7 +295,7 @@ class Cluster {
     return WaitUntil([&] {
       auto want = Dump(leader);
       for (uint32_t id : ids_) {
-        if (id == leader || !m(id).up || r(id).role() != Role::kFollower) continue;
+        if (id == leader || !Up(id) || r(id).role() != Role::kFollower) continue;
         if (Dump(id) != want) return false;
       }
       return true;
