@@ -51,7 +51,30 @@ func forward(ns string, pods []string) *forwards {
 		go f.keep(ctx, p, fmt.Sprintf("%d:%d", cp, specs.ClientPort), fmt.Sprintf("%d:%d", ap, specs.AdminPort))
 	}
 	DeferCleanup(f.stop)
+	f.waitListening(time.Minute)
 	return f
+}
+
+// waitListening waits until every local port accepts connections (kubectl
+// takes seconds to start on a loaded machine).
+func (f *forwards) waitListening(limit time.Duration) {
+	GinkgoHelper()
+	deadline := time.Now().Add(limit)
+	for _, p := range f.pods {
+		for _, a := range f.addrs[p] {
+			for {
+				c, err := net.DialTimeout("tcp", a, time.Second)
+				if err == nil {
+					c.Close()
+					break
+				}
+				if time.Now().After(deadline) {
+					Fail(fmt.Sprintf("port-forward of %s not listening at %s after %v", p, a, limit))
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}
 }
 
 func (f *forwards) keep(ctx context.Context, pod string, ports ...string) {
