@@ -21,13 +21,6 @@ constexpr std::array<uint32_t, 256> MakeCrcTable() {
 }
 constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
-template <typename T>
-void Put(std::string* out, T v) {
-  char b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // x86-64: little endian
-  out->append(b, sizeof(T));
-}
-
 class Reader {
  public:
   explicit Reader(std::string_view in) : in_(in) {}
@@ -76,17 +69,34 @@ uint32_t Crc32c(std::string_view data, uint32_t crc) {
 #endif
 }
 
+// On the worker's commit path: one resize for the whole transaction, then
+// plain stores (not five appends per write, each with its capacity check).
 void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes) {
-  Put<uint64_t>(out, ts);
-  Put<uint32_t>(out, static_cast<uint32_t>(writes.size()));
+  size_t n = sizeof(uint64_t) + sizeof(uint32_t);
   for (const WriteRecord& w : writes) {
-    Put<uint32_t>(out, w.table);
-    Put<uint8_t>(out, w.is_delete ? 1 : 0);
-    Put<uint32_t>(out, static_cast<uint32_t>(w.key.size()));
-    out->append(w.key);
+    n += 3 * sizeof(uint32_t) + 1 + w.key.size() + (w.is_delete ? 0 : w.value.size());
+  }
+  const size_t at = out->size();
+  out->resize(at + n);
+  char* p = out->data() + at;
+  auto put = [&p](const void* v, size_t len) {
+    if (len > 0) std::memcpy(p, v, len);  // x86-64: little endian
+    p += len;
+  };
+  const uint32_t count = static_cast<uint32_t>(writes.size());
+  put(&ts, sizeof ts);
+  put(&count, sizeof count);
+  for (const WriteRecord& w : writes) {
+    const uint8_t del = w.is_delete ? 1 : 0;
+    const uint32_t klen = static_cast<uint32_t>(w.key.size());
     std::string_view v = w.is_delete ? std::string_view() : w.value;
-    Put<uint32_t>(out, static_cast<uint32_t>(v.size()));
-    out->append(v);
+    const uint32_t vlen = static_cast<uint32_t>(v.size());
+    put(&w.table, sizeof w.table);
+    put(&del, 1);
+    put(&klen, sizeof klen);
+    put(w.key.data(), klen);
+    put(&vlen, sizeof vlen);
+    put(v.data(), vlen);
   }
 }
 
