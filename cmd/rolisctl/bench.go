@@ -27,6 +27,7 @@ type benchOptions struct {
 	warmup      float64
 	concurrency int
 	pipeline    int
+	batch       int
 	conns       int
 	keys        uint64
 	valueSize   int
@@ -41,11 +42,14 @@ type benchOptions struct {
 // benchReport is the JSON line of `bench --json` (the last line of output).
 // throughput_tps, p50_us and p99_us are a stable interface.
 type benchReport struct {
-	Workload      string  `json:"workload"`
-	Mode          string  `json:"mode"` // "unary" or "pipelined"
+	Workload string `json:"workload"`
+	// "unary" (Execute), "pipelined" (ExecuteStream) or "batched"
+	// (ExecuteBatchStream).
+	Mode          string  `json:"mode"`
 	Seconds       float64 `json:"seconds"`
 	Concurrency   int     `json:"concurrency"`
 	Pipeline      int     `json:"pipeline"`
+	Batch         int     `json:"batch"`
 	Conns         int     `json:"conns"`
 	Keys          uint64  `json:"keys"`
 	ReadRatio     float64 `json:"read_ratio"`
@@ -86,10 +90,15 @@ GETs and 4 PUTs in one transaction), with --rmw=putif as 4 GETs then 4
 PUT_IFs on the values read (two round trips; a mismatch counts as an
 abort). The keys are loaded first unless --no-load.
 
---pipeline=0 sends unary Execute calls from --concurrency goroutines;
---pipeline=N keeps N transactions in flight on each of --concurrency
-ExecuteStream streams (spread over --conns connections). Progress goes to
-stderr each second; a warm-up of --warmup seconds is not measured.`,
+API forms:
+  --batch=N (default 16)   batched: --pipeline transactions in flight on each
+                           of --concurrency ExecuteBatchStream streams, N
+                           transactions per stream message;
+  --batch=0                pipelined: --pipeline transactions in flight on each
+                           ExecuteStream stream, one per message;
+  --pipeline=0             unary Execute calls from --concurrency goroutines.
+Streams are spread over --conns connections. Progress goes to stderr each
+second; a warm-up of --warmup seconds is not measured.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runBench(cmd.Context(), g, o, cmd.OutOrStdout(), os.Stderr)
@@ -99,8 +108,9 @@ stderr each second; a warm-up of --warmup seconds is not measured.`,
 	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: ycsbpp")
 	f.Float64Var(&o.seconds, "seconds", 10, "measured duration in seconds")
 	f.Float64Var(&o.warmup, "warmup", 1, "unmeasured warm-up in seconds before the measurement")
-	f.IntVar(&o.concurrency, "concurrency", 0, "streams (pipelined) or goroutines (unary); 0 = 1 stream, or 16 goroutines")
-	f.IntVar(&o.pipeline, "pipeline", 64, "transactions in flight per stream; 0 = unary Execute calls")
+	f.IntVar(&o.concurrency, "concurrency", 0, "streams (batched, pipelined) or goroutines (unary); 0 = 1 stream, or 16 goroutines")
+	f.IntVar(&o.pipeline, "pipeline", 128, "transactions in flight per stream; 0 = unary Execute calls")
+	f.IntVar(&o.batch, "batch", 16, "transactions per stream message (ExecuteBatchStream); 0 = one per message (ExecuteStream)")
 	f.IntVar(&o.conns, "conns", 0, "HTTP/2 connections (0 = one per 2 streams; unary: min(concurrency, 4))")
 	f.Uint64Var(&o.keys, "keys", 1000000, "records")
 	f.IntVar(&o.valueSize, "value-size", 8, "bytes per value")
@@ -186,14 +196,34 @@ func (g *gen) next(rmwWrites bool) ([]client.Op, bool) {
 // nextRequest is next as a wire request, with fewer allocations (for the
 // pipelined mode).
 func (g *gen) nextRequest(serverRetries uint32) (*rolisv1.ExecuteRequest, bool) {
+	b := &reqBuf{}
+	ro := g.fill(b)
+	b.req.MaxRetries = serverRetries
+	return &b.req, ro
+}
+
+// reqBuf holds one wire request and the storage of its ops, keys and
+// values, so that a request can be built again in place (batched mode).
+type reqBuf struct {
+	req    rolisv1.ExecuteRequest
+	ops    [8]rolisv1.Op
+	ptrs   [8]*rolisv1.Op
+	keys   []byte
+	values []byte
+}
+
+// fill builds the next transaction into b (reusing its storage; b.req is
+// valid until the next fill) and returns whether it is read-only.
+func (g *gen) fill(b *reqBuf) bool {
 	ro := g.r.Float64() < g.readRatio
 	n := 4
 	if !ro {
 		n = 8
 	}
-	ops := make([]rolisv1.Op, n)
-	req := &rolisv1.ExecuteRequest{Ops: make([]*rolisv1.Op, n), MaxRetries: serverRetries}
-	keys := make([]byte, 0, 4*(4+keyWidth))
+	b.keys = b.keys[:0]
+	if cap(b.keys) < 4*(4+keyWidth) {
+		b.keys = make([]byte, 0, 4*(4+keyWidth))
+	}
 	var picked [4]uint64
 	for i := 0; i < 4; i++ {
 	again:
@@ -204,20 +234,27 @@ func (g *gen) nextRequest(serverRetries uint32) (*rolisv1.ExecuteRequest, bool) 
 			}
 		}
 		picked[i] = k
-		start := len(keys)
-		keys = appendKey(keys, k)
-		ops[i].Kind, ops[i].Table, ops[i].Key = rolisv1.Op_GET, g.table, keys[start:len(keys):len(keys)]
-		req.Ops[i] = &ops[i]
+		start := len(b.keys)
+		b.keys = appendKey(b.keys, k)
+		op := &b.ops[i]
+		*op = rolisv1.Op{Kind: rolisv1.Op_GET, Table: g.table, Key: b.keys[start:len(b.keys):len(b.keys)]}
+		b.ptrs[i] = op
 	}
 	if !ro {
 		g.version++
+		if cap(b.values) < 4*g.valueSize {
+			b.values = make([]byte, 4*g.valueSize)
+		}
 		for i := 0; i < 4; i++ {
-			op := &ops[4+i]
-			op.Kind, op.Table, op.Key, op.Value = rolisv1.Op_PUT, g.table, ops[i].Key, valueOf(g.valueSize, picked[i], g.version)
-			req.Ops[4+i] = op
+			v := b.values[i*g.valueSize : (i+1)*g.valueSize : (i+1)*g.valueSize]
+			fillValue(v, picked[i], g.version)
+			op := &b.ops[4+i]
+			*op = rolisv1.Op{Kind: rolisv1.Op_PUT, Table: g.table, Key: b.ops[i].Key, Value: v}
+			b.ptrs[4+i] = op
 		}
 	}
-	return req, ro
+	b.req.Ops = b.ptrs[:n]
+	return ro
 }
 
 func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.Writer) error {
@@ -230,8 +267,8 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 			o.concurrency = 16
 		}
 	}
-	if o.concurrency < 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 {
-		return errors.New("bench: --concurrency, --seconds and --keys must be positive")
+	if o.concurrency < 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 || o.batch < 0 {
+		return errors.New("bench: --concurrency, --seconds and --keys must be positive, --pipeline and --batch not negative")
 	}
 	if o.rmw != "oneshot" && o.rmw != "putif" {
 		return fmt.Errorf("bench: --rmw must be oneshot or putif")
@@ -240,7 +277,11 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 		return errors.New("bench: --rmw=putif needs --pipeline=0 (two dependent round trips)")
 	}
 	mode := "unary"
-	if o.pipeline > 0 {
+	switch {
+	case o.pipeline > 0 && o.batch > 0:
+		mode = "batched"
+		o.batch = min(o.batch, o.pipeline)
+	case o.pipeline > 0:
 		mode = "pipelined"
 	}
 	if o.conns <= 0 {
@@ -333,10 +374,13 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 		wg.Add(1)
 		gn := &gen{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))), keys: o.keys,
 			valueSize: o.valueSize, readRatio: o.readRatio, version: uint64(i) << 40}
-		if mode == "unary" {
+		switch mode {
+		case "unary":
 			go func() { defer wg.Done(); unaryWorker(runCtx, c, gn, o, g.timeout, deadline, &measuring, stats[i]) }()
-		} else {
+		case "pipelined":
 			go func() { defer wg.Done(); pipelineWorker(runCtx, c, gn, o, deadline, &measuring, stats[i]) }()
+		default:
+			go func() { defer wg.Done(); batchWorker(runCtx, c, gn, o, deadline, &measuring, stats[i]) }()
 		}
 	}
 	wg.Wait()
@@ -350,7 +394,7 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 
 	var h histogram
 	rep := benchReport{Workload: o.workload, Mode: mode, Seconds: measured.Seconds(), Concurrency: o.concurrency,
-		Pipeline: o.pipeline, Conns: o.conns, Keys: o.keys, ReadRatio: o.readRatio, RMW: o.rmw, Endpoint: c.Target()}
+		Pipeline: o.pipeline, Batch: o.batch, Conns: o.conns, Keys: o.keys, ReadRatio: o.readRatio, RMW: o.rmw, Endpoint: c.Target()}
 	for _, s := range stats {
 		h.merge(&s.hist)
 		rep.ReadOnly += s.ro
@@ -452,8 +496,8 @@ func pipelineWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptio
 
 func printBenchTable(out io.Writer, r benchReport) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "workload\t%s (%s, concurrency %d, pipeline %d, conns %d, %d keys, rmw %s)\n",
-		r.Workload, r.Mode, r.Concurrency, r.Pipeline, r.Conns, r.Keys, r.RMW)
+	fmt.Fprintf(w, "workload\t%s (%s, concurrency %d, pipeline %d, batch %d, conns %d, %d keys, rmw %s)\n",
+		r.Workload, r.Mode, r.Concurrency, r.Pipeline, r.Batch, r.Conns, r.Keys, r.RMW)
 	fmt.Fprintf(w, "duration\t%.2f s\n", r.Seconds)
 	fmt.Fprintf(w, "commits\t%d (read-only %d, read-write %d)\n", r.Commits, r.ReadOnly, r.ReadWrite)
 	fmt.Fprintf(w, "aborts\t%d\n", r.Aborts)

@@ -33,12 +33,17 @@ func appendKey(b []byte, i uint64) []byte {
 // valueOf fills an n-byte value for record i (version v).
 func valueOf(n int, i, v uint64) []byte {
 	b := make([]byte, n)
+	fillValue(b, i, v)
+	return b
+}
+
+// fillValue writes the value of record i (version v) into b.
+func fillValue(b []byte, i, v uint64) {
 	x := i*0x9E3779B97F4A7C15 ^ v*0xBF58476D1CE4E5B9
 	for j := range b {
 		b[j] = 'a' + byte(x%26)
 		x = x>>5 | x<<59
 	}
-	return b
 }
 
 type loadOptions struct {

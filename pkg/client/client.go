@@ -288,7 +288,8 @@ func (c *Client) route(ctx context.Context, idempotent bool, call func(ep *endpo
 // Execute runs ops as one transaction in one round trip, on the leader. It
 // runs it again after ErrAborted according to Config.Retry (the server also
 // retries Config.ServerRetries times by itself). When a PutIf does not
-// match, it returns the result (reads included) and ErrConditionFailed.
+// match, nothing is written and it returns a Result with ConditionFailed
+// set, no op results (the reads were not validated) and ErrConditionFailed.
 func (c *Client) Execute(ctx context.Context, ops ...Op) (*Result, error) {
 	req := &rolisv1.ExecuteRequest{Ops: make([]*rolisv1.Op, len(ops)), MaxRetries: c.cfg.ServerRetries}
 	for i := range ops {

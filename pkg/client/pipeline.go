@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+	"google.golang.org/grpc"
 )
 
 // PipelineOptions configures a Pipeline.
@@ -15,6 +15,26 @@ type PipelineOptions struct {
 	// MaxInFlight bounds the transactions sent and not yet answered; 0 means 64.
 	// ExecuteAsync blocks while the window is full.
 	MaxInFlight int
+}
+
+func (o PipelineOptions) withDefaults() PipelineOptions {
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 64
+	}
+	return o
+}
+
+// openStream opens a stream of ep (on one of its connections) whose life
+// ctx bounds; cancel ends it.
+func openStream[S any](ctx context.Context, op string, ep *endpoint,
+	open func(rolisv1.RolisClient, context.Context, ...grpc.CallOption) (S, error)) (S, context.CancelFunc, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	stream, err := open(ep.rolis[ep.pick()], sctx)
+	if err != nil {
+		cancel()
+		return stream, nil, wrapErr(op, err, nil)
+	}
+	return stream, cancel, nil
 }
 
 // Pipeline keeps many one-shot transactions in flight on one ExecuteStream
@@ -48,15 +68,11 @@ type Pipeline struct {
 // NewPipeline opens an ExecuteStream to the current target. ctx bounds the
 // life of the stream.
 func (c *Client) NewPipeline(ctx context.Context, opts PipelineOptions) (*Pipeline, error) {
-	if opts.MaxInFlight <= 0 {
-		opts.MaxInFlight = 64
-	}
+	opts = opts.withDefaults()
 	ep := c.target.Load()
-	sctx, cancel := context.WithCancel(ctx)
-	stream, err := ep.rolis[ep.pick()].ExecuteStream(sctx)
+	stream, cancel, err := openStream(ctx, "ExecuteStream", ep, rolisv1.RolisClient.ExecuteStream)
 	if err != nil {
-		cancel()
-		return nil, wrapErr("ExecuteStream", err, nil)
+		return nil, err
 	}
 	p := &Pipeline{
 		c: c, stream: stream, cancel: cancel, ep: ep, serverRetries: c.cfg.ServerRetries,
@@ -200,12 +216,7 @@ func (p *Pipeline) failAll(err error) {
 	pend := p.pending
 	p.pending = map[uint64]func(*rolisv1.ExecuteResponse, error){}
 	p.mu.Unlock()
-	// Sent but unanswered: they may have committed.
-	if e, ok := err.(*Error); ok {
-		c := *e
-		c.InDoubt = true
-		err = &c
-	}
+	err = inDoubt(err) // sent but unanswered: they may have committed
 	for _, done := range pend {
 		<-p.window
 		done(nil, err)
@@ -238,16 +249,5 @@ func (p *Pipeline) Close() error {
 	p.sendMu.Lock()
 	_ = p.stream.CloseSend()
 	p.sendMu.Unlock()
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-p.recvDone:
-	case <-t.C:
-	}
-	p.cancel()
-	<-p.recvDone
-	if err := p.terminalErr(); !errors.Is(err, ErrClosed) {
-		return err
-	}
-	return nil
+	return closeStream(p.recvDone, p.cancel, p.terminalErr)
 }

@@ -184,3 +184,32 @@ func TestPutIfCompareAndSetLosesNoIncrement(t *testing.T) {
 		t.Fatalf("counter = %s, want %d", v, workers*each)
 	}
 }
+
+// A PUT_IF that does not hold ends the transaction without a commit, so
+// nothing it read was validated: it writes nothing (not even the PUT before
+// it) and returns no results at all, only ConditionFailed.
+func TestFailedPutIfWritesNothingAndReturnsNoUnvalidatedReads(t *testing.T) {
+	_, cl := standalone(t)
+	ctx := ctxFor(t, 20*time.Second)
+	mustPut(t, cl, "x", "1")
+	mustPut(t, cl, "z", "9")
+	res, err := cl.Execute(ctx, client.Get([]byte("z")), client.Put([]byte("y"), []byte("written?")),
+		client.PutIf([]byte("x"), []byte("3"), []byte("2")))
+	if !errors.Is(err, client.ErrConditionFailed) {
+		t.Fatalf("err = %v, want ErrConditionFailed", err)
+	}
+	if res == nil || !res.ConditionFailed || len(res.Results) != 0 {
+		t.Fatalf("result %+v: want ConditionFailed and no op results", res)
+	}
+	if v, _ := mustGet(t, cl, "x"); v != "1" {
+		t.Errorf("x = %q, want 1", v)
+	}
+	if _, ok := mustGet(t, cl, "y"); ok {
+		t.Error("y was written by a transaction whose condition failed")
+	}
+	// The same transaction with the condition holding commits and reads.
+	res, err = cl.Execute(ctx, client.Get([]byte("z")), client.PutIf([]byte("x"), []byte("3"), []byte("1")))
+	if err != nil || len(res.Results) != 2 || string(res.Results[0].Value) != "9" {
+		t.Fatalf("holding condition: %+v, %v", res, err)
+	}
+}

@@ -166,6 +166,17 @@ func TestTLS_ClientTrustingTheCAIsServed_WrongCAAndPlaintextAreRefused(t *testin
 		t.Fatal("TLS handshake verified against the wrong CA")
 	}
 	mustPut(t, good, "after", "refusals") // still serving
+
+	// The metrics port stays plain HTTP under TLS (docs/operations.md, TLS:
+	// Prometheus scrapes it inside the cluster; it carries no data and no
+	// control). Checked so that a change of it is a decision, not an accident.
+	fams := scrape(t, m)
+	if _, ok := fams["rolis_commits_total"]; !ok {
+		t.Error("plain-HTTP /metrics of a TLS server lacks rolis_commits_total")
+	}
+	if _, err := servedSerial(t, m.MetricsAddr, &tls.Config{RootCAs: ca.pool()}); err == nil {
+		t.Error("the metrics port answered a TLS handshake; update docs/operations.md (TLS) if this is intended")
+	}
 }
 
 func TestMTLS_ClientCertificateRequiredAndVerified(t *testing.T) {

@@ -258,7 +258,8 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
                  "Largest gRPC message received or sent; scan results are cut to fit")
       ->envname("ROLISD_MAX_MESSAGE_BYTES")->capture_default_str()->group("Limits");
   app.add_option("--max-stream-inflight", c.max_stream_inflight,
-                 "Pending responses per ExecuteStream before the server stops reading it (flow control)")
+                 "Pending responses per ExecuteStream/ExecuteBatchStream before the server stops reading it (flow "
+                 "control); also the most transactions in one ExecuteBatchStream message")
       ->envname("ROLISD_MAX_STREAM_INFLIGHT")->capture_default_str()->group("Limits");
 
   // TLS.
@@ -273,7 +274,8 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
 
   // Process.
   app.add_option("--shutdown-grace", shutdown_grace,
-                 "On SIGTERM/SIGINT: how long in-flight calls get to finish before they are cancelled")
+                 "On SIGTERM/SIGINT: how long replies waiting for replication, then in-flight calls, get to finish "
+                 "(after it, a committed but unreplicated transaction's reply is UNKNOWN, outcome unknown)")
       ->envname("ROLISD_SHUTDOWN_GRACE")->capture_default_str()->group("Process");
   app.add_option("--log-format", log_format, "Log format: text or json (one object a line)")
       ->envname("ROLISD_LOG_FORMAT")->capture_default_str()->check(CLI::IsMember({"text", "json"}))

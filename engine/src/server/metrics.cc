@@ -46,7 +46,7 @@ prometheus::ClientMetric Counter(double v, std::vector<prometheus::ClientMetric:
 std::string_view MethodName(Method m) {
   static constexpr std::string_view kNames[] = {
       "Begin",  "Get",           "Scan",   "Put",            "Delete",      "Commit",
-      "Abort",  "Execute",       "ExecuteStream",            "Status",      "PrepareFailover",
+      "Abort",  "Execute",       "ExecuteStream",  "ExecuteBatchStream", "Status", "PrepareFailover",
       "DecideEpoch", "OpenEpoch", "AnnounceLeader",          "ChangeMembership"};
   static_assert(std::size(kNames) == static_cast<size_t>(Method::kCount));
   return kNames[static_cast<int>(m)];
@@ -155,7 +155,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   }
   out.push_back(std::move(lat));
 
-  auto req = Family("rolis_requests_total", "gRPC requests by method and status code (ExecuteStream: per message).",
+  auto req = Family("rolis_requests_total", "gRPC requests by method and status code (ExecuteStream: per message; ExecuteBatchStream: per transaction).",
                     MetricType::Counter);
   for (int m = 0; m < static_cast<int>(Method::kCount); m++) {
     for (int c = 0; c < kCodes; c++) {

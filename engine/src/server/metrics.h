@@ -32,6 +32,7 @@ enum class Method : uint8_t {
   kAbort,
   kExecute,
   kExecuteStream,
+  kExecuteBatchStream,
   kStatus,
   kPrepareFailover,
   kDecideEpoch,

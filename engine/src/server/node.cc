@@ -305,10 +305,11 @@ Status Node::RunOnce(Worker* worker, const v1::ExecuteRequest& req, const std::v
         r->set_found(present);
         bool holds = op.expect_absent() ? !present : (present && current == op.expected());
         if (!holds) {
-          // The whole transaction writes nothing; the result of this op
-          // carries the value found.
-          if (present) r->set_value(current);
+          // The whole transaction writes nothing and returns no reads: what
+          // it read was never validated (no commit), so it may be a mix of
+          // states that never existed together.
           txn->Abort();
+          results->Clear();
           *condition_failed = true;
           return Status::OK();
         }

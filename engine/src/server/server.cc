@@ -213,12 +213,26 @@ void RolisServer::Shutdown(std::chrono::milliseconds grace) {
     }
   }
   if (client_service_) client_service_->DrainStreams();
+  // Transactions that committed here and whose replies wait for the
+  // watermark: replication keeps running until they are acknowledged or the
+  // grace period ends; stopping it then fails the rest with UNKNOWN ("outcome
+  // unknown"), never with a code a client could take for "not applied".
+  auto steady_deadline = std::chrono::steady_clock::now() + grace;
+  if (client_service_ && !client_service_->AwaitAcks(steady_deadline)) {
+    spdlog::warn("shutdown: {} replies still wait for replication after the grace period; they get UNKNOWN "
+                 "(outcome unknown)",
+                 client_service_->ack_waits());
+  }
   // In-flight unary calls finish on their own; open interactive transactions
   // are aborted (their next call gets UNAVAILABLE).
   if (node_) node_->Stop();
   if (replicator_) replicator_->Stop();
   spdlog::debug("shutdown: draining done, stopping gRPC servers");
-  auto deadline = std::chrono::system_clock::now() + grace;
+  // The gRPC servers get what is left of the grace period, at least 1 s to
+  // send the last replies.
+  auto deadline = std::chrono::system_clock::now() +
+                  std::max<std::chrono::steady_clock::duration>(steady_deadline - std::chrono::steady_clock::now(),
+                                                               std::chrono::seconds(grace.count() > 0 ? 1 : 0));
   if (client_server_) client_server_->Shutdown(deadline);
   if (admin_server_) admin_server_->Shutdown(deadline);
   spdlog::debug("shutdown: gRPC servers stopped, stopping HTTP");

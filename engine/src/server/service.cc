@@ -1,17 +1,16 @@
 #include "server/service.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <deque>
+#include <thread>
 
+#include "server/batch_stream.h"
 #include "server/logging.h"
 
 namespace rolis::server {
-namespace {
 
-constexpr char kLeaderTrailer[] = "rolis-leader";
-
-// Server faults (not the client's): reported once per class and minute.
 void NoteStatus(Method method, const grpc::Status& st) {
   switch (st.error_code()) {
     case grpc::StatusCode::INTERNAL:
@@ -25,29 +24,40 @@ void NoteStatus(Method method, const grpc::Status& st) {
   }
 }
 
+namespace {
+
+constexpr char kLeaderTrailer[] = "rolis-leader";
+
 // Replies to a unary call once the watermark passes its commit timestamp (or
 // the versions it read). api = kCount: no latency observed.
 class UnaryWatermarkWaiter final : public WatermarkWaiter {
  public:
-  UnaryWatermarkWaiter(grpc::ServerUnaryReactor* reactor, Metrics* metrics, Method method, LatencyApi api,
+  UnaryWatermarkWaiter(UnaryCall* call, ClientService* service, Metrics* metrics, Method method, LatencyApi api,
                        Clock::time_point start, bool inflight)
-      : reactor_(reactor), metrics_(metrics), method_(method), api_(api), start_(start), inflight_(inflight) {}
+      : call_(call),
+        service_(service),
+        metrics_(metrics),
+        method_(method),
+        api_(api),
+        start_(start),
+        inflight_(inflight) {
+    service_->AckWaitStarted();
+  }
 
   void OnWatermark(const grpc::Status& status) override {
-    grpc::Status st = status.ok() ? grpc::Status::OK
-                                  : grpc::Status(status.error_code(),
-                                                 "committed locally but not acknowledged by replication: " +
-                                                     status.error_message());
+    grpc::Status st = status.ok() ? grpc::Status::OK : Unacknowledged(status);
     if (api_ != LatencyApi::kCount) metrics_->ObserveLatency(api_, Clock::now() - start_);
     metrics_->CountRequest(method_, st.error_code());
     if (inflight_) metrics_->AddInflight(-1);
     NoteStatus(method_, st);
-    reactor_->Finish(st);
+    service_->AckWaitDone();
+    call_->Reply(st);
     delete this;
   }
 
  private:
-  grpc::ServerUnaryReactor* reactor_;
+  UnaryCall* call_;
+  ClientService* service_;
   Metrics* metrics_;
   Method method_;
   LatencyApi api_;
@@ -57,6 +67,21 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
 
 }  // namespace
 
+grpc::Status Unacknowledged(const grpc::Status& replication) {
+  return grpc::Status(grpc::StatusCode::UNKNOWN,
+                      "outcome unknown: the transaction committed on this member but replication did not "
+                      "acknowledge it (" +
+                          replication.error_message() + "); it may or may not survive a failover");
+}
+
+void SetStreamError(v1::ExecuteResponse* resp, const grpc::Status& st) {
+  uint64_t seq = resp->seq();
+  resp->Clear();
+  resp->set_seq(seq);
+  resp->set_error_code(st.error_code());
+  resp->set_error_message(st.error_message());
+}
+
 // ---------------------------------------------------------------------------
 // ExecuteStream: pipelined one-shot transactions. The next read is started
 // before a request is executed, so requests of one stream run concurrently on
@@ -64,7 +89,8 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
 // the request's seq). At most max_inflight requests of a stream are between
 // read and written; beyond that the stream is not read (flow control).
 
-class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse> {
+class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>,
+                                   public DrainableStream {
  public:
   using RequestPtr = std::unique_ptr<v1::ExecuteRequest>;
   using ResponsePtr = std::unique_ptr<v1::ExecuteResponse>;
@@ -73,7 +99,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       : service_(service), max_inflight_(max_inflight), request_(new v1::ExecuteRequest) {}
 
   // Called once registered.
-  void Begin() {
+  void Start() override {
     std::lock_guard<std::mutex> g(mu_);
     reading_ = true;
     StartRead(request_.get());
@@ -121,15 +147,10 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     Unref();
   }
 
-  void Drain() {
+  void Drain() override {
     std::lock_guard<std::mutex> g(mu_);
     draining_ = true;
     MaybeFinishLocked();
-  }
-
-  void Ref() { refs_.fetch_add(1); }
-  void Unref() {
-    if (refs_.fetch_sub(1) == 1) delete this;
   }
 
   // Delivers the response of one request (from Run or a watermark waiter).
@@ -152,19 +173,16 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
   class Waiter final : public WatermarkWaiter {
    public:
     Waiter(ExecuteStreamReactor* r, ResponsePtr resp, Clock::time_point start)
-        : r_(r), resp_(std::move(resp)), start_(start) {}
+        : r_(r), resp_(std::move(resp)), start_(start) {
+      r_->service_->AckWaitStarted();
+    }
     void OnWatermark(const grpc::Status& status) override {
       Metrics* m = r_->service_->metrics_;
-      if (!status.ok()) {
-        uint64_t seq = resp_->seq();
-        resp_->Clear();
-        resp_->set_seq(seq);
-        resp_->set_error_code(status.error_code());
-        resp_->set_error_message("committed locally but not acknowledged by replication: " + status.error_message());
-      }
+      if (!status.ok()) SetStreamError(resp_.get(), Unacknowledged(status));
       m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start_);
       m->CountRequest(Method::kExecuteStream, resp_->error_code());
       m->AddInflight(-1);
+      r_->service_->AckWaitDone();
       r_->Complete(std::move(resp_), false);
       delete this;
     }
@@ -195,10 +213,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     }
     resp->set_seq(seq);
     if (!st.ok()) {
-      resp->Clear();
-      resp->set_seq(seq);
-      resp->set_error_code(st.error_code());
-      resp->set_error_message(st.error_message());
+      SetStreamError(resp.get(), st);
       NoteStatus(Method::kExecuteStream, st);
     } else if (cc.commit_ts != 0 && !service_->replicator_->WatermarkCovers(cc.commit_ts)) {
       {
@@ -271,7 +286,6 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
 
   ClientService* service_;
   const uint32_t max_inflight_;
-  std::atomic<int> refs_{1};
 
   std::mutex mu_;
   RequestPtr request_;                    // target of the outstanding read
@@ -295,92 +309,132 @@ ClientService::ClientService(Node* node, Replicator* replicator, Metrics* metric
 
 ClientService::~ClientService() = default;
 
-template <typename Fn>
-grpc::ServerUnaryReactor* ClientService::Unary(grpc::CallbackServerContext* ctx, Method method, Fn&& fn) {
-  auto* reactor = ctx->DefaultReactor();
-  CallContext cc;
-  grpc::Status st = fn(&cc);
-  if (!cc.leader.empty()) ctx->AddTrailingMetadata(kLeaderTrailer, cc.leader);
-  // A reply that shows reads waits until they cannot be undone by a failover.
-  if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
-    auto* w = new UnaryWatermarkWaiter(reactor, metrics_, method, LatencyApi::kCount, Clock::now(), false);
-    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
-    return reactor;
+// A unary call whose request and response the service decodes and encodes
+// itself (gRPC's raw callback methods): bytes that are not the request
+// message get INVALID_ARGUMENT, where gRPC's typed handler would answer
+// UNIMPLEMENTED with an empty message.
+template <typename Req, typename Resp>
+class RawUnaryCall final : public grpc::ServerUnaryReactor, public UnaryCall {
+ public:
+  explicit RawUnaryCall(grpc::ByteBuffer* out) : out_(out) {}
+
+  bool Parse(const grpc::ByteBuffer* in) {
+    grpc::ByteBuffer copy(*in);  // shares the slices; Deserialize consumes it
+    return grpc::SerializationTraits<Req>::Deserialize(&copy, &req).ok();
   }
+  void Reply(const grpc::Status& st) override {
+    grpc::Status final = st;
+    bool own = false;
+    if (st.ok() && !grpc::SerializationTraits<Resp>::Serialize(resp, out_, &own).ok()) {
+      final = grpc::Status(grpc::StatusCode::INTERNAL, "cannot encode the response");
+    }
+    Finish(final);
+  }
+  void OnDone() override { delete this; }
+
+  Req req;
+  Resp resp;
+
+ private:
+  grpc::ByteBuffer* out_;
+};
+
+template <typename Req, typename Resp, typename Fn>
+grpc::ServerUnaryReactor* ClientService::Raw(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                             grpc::ByteBuffer* out, Method method, Fn&& run) {
+  auto* call = new RawUnaryCall<Req, Resp>(out);
+  if (!call->Parse(in)) {
+    grpc::Status st(grpc::StatusCode::INVALID_ARGUMENT,
+                    fmt::format("malformed request: the bytes are not a {} message", Req::descriptor()->full_name()));
+    metrics_->CountRequest(method, st.error_code());
+    call->Reply(st);
+    return call;
+  }
+  run(ctx, call->req, &call->resp, call);
+  return call;
+}
+
+void ClientService::Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, Method method, const grpc::Status& st,
+                            const CallContext& cc, LatencyApi api, Clock::time_point start, bool inflight) {
+  if (!cc.leader.empty()) ctx->AddTrailingMetadata(kLeaderTrailer, cc.leader);
+  // A reply that shows reads or a commit waits until a failover cannot undo them.
+  if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
+    auto* w = new UnaryWatermarkWaiter(call, this, metrics_, method, api, start, inflight);
+    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
+    return;
+  }
+  if (api != LatencyApi::kCount) metrics_->ObserveLatency(api, Clock::now() - start);
   metrics_->CountRequest(method, st.error_code());
+  if (inflight) metrics_->AddInflight(-1);
   NoteStatus(method, st);
-  reactor->Finish(st);
-  return reactor;
+  call->Reply(st);
 }
 
-grpc::ServerUnaryReactor* ClientService::Begin(grpc::CallbackServerContext* ctx, const v1::BeginRequest* req,
-                                               v1::BeginResponse* resp) {
-  return Unary(ctx, Method::kBegin, [&](CallContext* cc) { return node_->Begin(*req, resp, cc); });
+// The interactive calls other than Commit: no latency observed.
+template <typename Req, typename Resp>
+grpc::ServerUnaryReactor* ClientService::Interactive(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                                     grpc::ByteBuffer* out, Method method,
+                                                     grpc::Status (Node::*fn)(const Req&, Resp*, CallContext*)) {
+  return Raw<Req, Resp>(ctx, in, out, method,
+                        [this, method, fn](grpc::CallbackServerContext* ctx, const Req& req, Resp* resp,
+                                           UnaryCall* call) {
+                          CallContext cc;
+                          grpc::Status st = (node_->*fn)(req, resp, &cc);
+                          Respond(ctx, call, method, st, cc, LatencyApi::kCount, Clock::now(), false);
+                        });
 }
 
-grpc::ServerUnaryReactor* ClientService::Get(grpc::CallbackServerContext* ctx, const v1::GetRequest* req,
-                                             v1::GetResponse* resp) {
-  return Unary(ctx, Method::kGet, [&](CallContext* cc) { return node_->Get(*req, resp, cc); });
+grpc::ServerUnaryReactor* ClientService::Begin(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                               grpc::ByteBuffer* out) {
+  return Interactive(ctx, in, out, Method::kBegin, &Node::Begin);
+}
+grpc::ServerUnaryReactor* ClientService::Get(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                             grpc::ByteBuffer* out) {
+  return Interactive(ctx, in, out, Method::kGet, &Node::Get);
+}
+grpc::ServerUnaryReactor* ClientService::Scan(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                              grpc::ByteBuffer* out) {
+  return Interactive(ctx, in, out, Method::kScan, &Node::Scan);
+}
+grpc::ServerUnaryReactor* ClientService::Put(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                             grpc::ByteBuffer* out) {
+  return Interactive(ctx, in, out, Method::kPut, &Node::Put);
+}
+grpc::ServerUnaryReactor* ClientService::Delete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                                grpc::ByteBuffer* out) {
+  return Interactive(ctx, in, out, Method::kDelete, &Node::Delete);
+}
+grpc::ServerUnaryReactor* ClientService::Abort(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                               grpc::ByteBuffer* out) {
+  return Interactive(ctx, in, out, Method::kAbort, &Node::Abort);
 }
 
-grpc::ServerUnaryReactor* ClientService::Scan(grpc::CallbackServerContext* ctx, const v1::ScanRequest* req,
-                                              v1::ScanResponse* resp) {
-  return Unary(ctx, Method::kScan, [&](CallContext* cc) { return node_->Scan(*req, resp, cc); });
+grpc::ServerUnaryReactor* ClientService::Commit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                                grpc::ByteBuffer* out) {
+  return Raw<v1::CommitRequest, v1::CommitResponse>(
+      ctx, in, out, Method::kCommit,
+      [this](grpc::CallbackServerContext* ctx, const v1::CommitRequest& req, v1::CommitResponse* resp,
+             UnaryCall* call) {
+        CallContext cc;
+        grpc::Status st = node_->Commit(req, resp, &cc);
+        Respond(ctx, call, Method::kCommit, st, cc, st.ok() ? LatencyApi::kCommit : LatencyApi::kCount,
+                cc.begin_time, false);
+      });
 }
 
-grpc::ServerUnaryReactor* ClientService::Put(grpc::CallbackServerContext* ctx, const v1::PutRequest* req,
-                                             v1::PutResponse* resp) {
-  return Unary(ctx, Method::kPut, [&](CallContext* cc) { return node_->Put(*req, resp, cc); });
-}
-
-grpc::ServerUnaryReactor* ClientService::Delete(grpc::CallbackServerContext* ctx, const v1::DeleteRequest* req,
-                                                v1::DeleteResponse* resp) {
-  return Unary(ctx, Method::kDelete, [&](CallContext* cc) { return node_->Delete(*req, resp, cc); });
-}
-
-grpc::ServerUnaryReactor* ClientService::Abort(grpc::CallbackServerContext* ctx, const v1::AbortRequest* req,
-                                               v1::AbortResponse* resp) {
-  return Unary(ctx, Method::kAbort, [&](CallContext* cc) { return node_->Abort(*req, resp, cc); });
-}
-
-grpc::ServerUnaryReactor* ClientService::Commit(grpc::CallbackServerContext* ctx, const v1::CommitRequest* req,
-                                                v1::CommitResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  CallContext cc;
-  grpc::Status st = node_->Commit(*req, resp, &cc);
-  if (!cc.leader.empty()) ctx->AddTrailingMetadata(kLeaderTrailer, cc.leader);
-  if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
-    auto* w = new UnaryWatermarkWaiter(reactor, metrics_, Method::kCommit, LatencyApi::kCommit, cc.begin_time, false);
-    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
-    return reactor;
-  }
-  if (st.ok()) metrics_->ObserveLatency(LatencyApi::kCommit, Clock::now() - cc.begin_time);
-  metrics_->CountRequest(Method::kCommit, st.error_code());
-  NoteStatus(Method::kCommit, st);
-  reactor->Finish(st);
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* ClientService::Execute(grpc::CallbackServerContext* ctx, const v1::ExecuteRequest* req,
-                                                 v1::ExecuteResponse* resp) {
-  Clock::time_point start = Clock::now();
-  metrics_->AddInflight(1);
-  auto* reactor = ctx->DefaultReactor();
-  CallContext cc;
-  grpc::Status st = node_->Execute(*req, resp, &cc);
-  resp->set_seq(req->seq());
-  if (!cc.leader.empty()) ctx->AddTrailingMetadata(kLeaderTrailer, cc.leader);
-  if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
-    auto* w = new UnaryWatermarkWaiter(reactor, metrics_, Method::kExecute, LatencyApi::kExecute, start, true);
-    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
-    return reactor;
-  }
-  metrics_->ObserveLatency(LatencyApi::kExecute, Clock::now() - start);
-  metrics_->CountRequest(Method::kExecute, st.error_code());
-  metrics_->AddInflight(-1);
-  NoteStatus(Method::kExecute, st);
-  reactor->Finish(st);
-  return reactor;
+grpc::ServerUnaryReactor* ClientService::Execute(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                                 grpc::ByteBuffer* out) {
+  return Raw<v1::ExecuteRequest, v1::ExecuteResponse>(
+      ctx, in, out, Method::kExecute,
+      [this](grpc::CallbackServerContext* ctx, const v1::ExecuteRequest& req, v1::ExecuteResponse* resp,
+             UnaryCall* call) {
+        Clock::time_point start = Clock::now();
+        metrics_->AddInflight(1);
+        CallContext cc;
+        grpc::Status st = node_->Execute(req, resp, &cc);
+        resp->set_seq(req.seq());
+        Respond(ctx, call, Method::kExecute, st, cc, LatencyApi::kExecute, start, true);
+      });
 }
 
 grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ClientService::ExecuteStream(
@@ -390,7 +444,14 @@ grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ClientService:
   return r;
 }
 
-void ClientService::Register(ExecuteStreamReactor* r) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ClientService::ExecuteBatchStream(
+    grpc::CallbackServerContext* ctx) {
+  auto* r = new ExecuteBatchReactor(this, max_stream_inflight_);
+  Register(r);
+  return r;
+}
+
+void ClientService::Register(DrainableStream* r) {
   bool drain;
   {
     std::lock_guard<std::mutex> g(streams_mu_);
@@ -400,17 +461,17 @@ void ClientService::Register(ExecuteStreamReactor* r) {
   if (drain) {
     r->Drain();  // ends at once with UNAVAILABLE
   } else {
-    r->Begin();
+    r->Start();
   }
 }
 
-void ClientService::Unregister(ExecuteStreamReactor* r) {
+void ClientService::Unregister(DrainableStream* r) {
   std::lock_guard<std::mutex> g(streams_mu_);
   streams_.erase(r);
 }
 
 void ClientService::DrainStreams() {
-  std::vector<ExecuteStreamReactor*> open;
+  std::vector<DrainableStream*> open;
   {
     std::lock_guard<std::mutex> g(streams_mu_);
     draining_ = true;
@@ -428,6 +489,14 @@ void ClientService::DrainStreams() {
 size_t ClientService::open_streams() const {
   std::lock_guard<std::mutex> g(streams_mu_);
   return streams_.size();
+}
+
+bool ClientService::AwaitAcks(std::chrono::steady_clock::time_point deadline) const {
+  while (ack_waits() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------

@@ -21,50 +21,124 @@
 namespace rolis::server {
 
 class ExecuteStreamReactor;
+class ExecuteBatchReactor;
 
-class ClientService final : public v1::Rolis::CallbackService {
+// A bidirectional stream that ClientService ends on shutdown. Start begins
+// reading; Drain makes it stop reading, answer what it has read and finish
+// with UNAVAILABLE. Reference-counted: the service holds a reference while
+// draining it, gRPC's OnDone drops the stream's own.
+class DrainableStream {
+ public:
+  virtual ~DrainableStream() = default;
+  virtual void Start() = 0;
+  virtual void Drain() = 0;
+  void Ref() { refs_.fetch_add(1); }
+  void Unref() {
+    if (refs_.fetch_sub(1) == 1) delete this;
+  }
+
+ private:
+  std::atomic<int> refs_{1};
+};
+
+// The reply to a transaction that committed on this member but that the
+// watermark did not pass (this member stopped leading, or shut down, before
+// replication acknowledged it): UNKNOWN, "outcome unknown". The transaction
+// may survive a failover or not; the client must not assume either (and must
+// not blindly retry a non-idempotent write).
+grpc::Status Unacknowledged(const grpc::Status& replication);
+
+// Logs server faults (not the client's), once per class and minute.
+void NoteStatus(Method method, const grpc::Status& st);
+
+// An ExecuteStream/ExecuteBatchStream response that carries `st` as its
+// outcome: everything but the seq is cleared.
+void SetStreamError(v1::ExecuteResponse* resp, const grpc::Status& st);
+
+// The reply side of a unary call: encodes the response and finishes the call.
+class UnaryCall {
+ public:
+  virtual ~UnaryCall() = default;
+  virtual void Reply(const grpc::Status& st) = 0;
+};
+
+// The unary methods and ExecuteBatchStream are gRPC "raw" methods (bytes in,
+// bytes out) so that the service decodes requests itself; ExecuteStream is
+// typed.
+using ClientServiceBase = v1::Rolis::WithRawCallbackMethod_Begin<v1::Rolis::WithRawCallbackMethod_Get<
+    v1::Rolis::WithRawCallbackMethod_Scan<v1::Rolis::WithRawCallbackMethod_Put<
+        v1::Rolis::WithRawCallbackMethod_Delete<v1::Rolis::WithRawCallbackMethod_Commit<
+            v1::Rolis::WithRawCallbackMethod_Abort<v1::Rolis::WithRawCallbackMethod_Execute<
+                v1::Rolis::WithRawCallbackMethod_ExecuteBatchStream<
+                    v1::Rolis::WithCallbackMethod_ExecuteStream<v1::Rolis::Service>>>>>>>>>>;
+
+class ClientService final : public ClientServiceBase {
  public:
   ClientService(Node* node, Replicator* replicator, Metrics* metrics, uint32_t max_stream_inflight);
   ~ClientService() override;
 
-  grpc::ServerUnaryReactor* Begin(grpc::CallbackServerContext* ctx, const v1::BeginRequest* req,
-                                  v1::BeginResponse* resp) override;
-  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const v1::GetRequest* req,
-                                v1::GetResponse* resp) override;
-  grpc::ServerUnaryReactor* Scan(grpc::CallbackServerContext* ctx, const v1::ScanRequest* req,
-                                 v1::ScanResponse* resp) override;
-  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const v1::PutRequest* req,
-                                v1::PutResponse* resp) override;
-  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const v1::DeleteRequest* req,
-                                   v1::DeleteResponse* resp) override;
-  grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* ctx, const v1::CommitRequest* req,
-                                   v1::CommitResponse* resp) override;
-  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* ctx, const v1::AbortRequest* req,
-                                  v1::AbortResponse* resp) override;
-  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* ctx, const v1::ExecuteRequest* req,
-                                    v1::ExecuteResponse* resp) override;
+  grpc::ServerUnaryReactor* Begin(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Scan(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                 grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Put(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                   grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Commit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                   grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                  grpc::ByteBuffer* resp) override;
+  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                    grpc::ByteBuffer* resp) override;
   grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ExecuteStream(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ExecuteBatchStream(
+      grpc::CallbackServerContext* ctx) override;
 
-  // Shutdown: every open ExecuteStream stops reading, answers what it has
-  // read, and ends with UNAVAILABLE.
+  // Shutdown: every open stream stops reading, answers what it has read,
+  // and ends with UNAVAILABLE.
   void DrainStreams();
   size_t open_streams() const;
 
+  // Replies (unary or streamed) of committed transactions that wait for the
+  // watermark. Shutdown waits for them up to a deadline (AwaitAcks) before it
+  // stops replication, which fails the rest with Unacknowledged.
+  void AckWaitStarted() { ack_waits_.fetch_add(1, std::memory_order_relaxed); }
+  void AckWaitDone() { ack_waits_.fetch_sub(1, std::memory_order_relaxed); }
+  int64_t ack_waits() const { return ack_waits_.load(std::memory_order_relaxed); }
+  // True when no reply waits any more; false at the deadline.
+  bool AwaitAcks(std::chrono::steady_clock::time_point deadline) const;
+
  private:
   friend class ExecuteStreamReactor;
-  template <typename Fn>
-  grpc::ServerUnaryReactor* Unary(grpc::CallbackServerContext* ctx, Method method, Fn&& fn);
-  void Register(ExecuteStreamReactor* r);
-  void Unregister(ExecuteStreamReactor* r);
+  friend class ExecuteBatchReactor;
+  // Decodes the request (INVALID_ARGUMENT when it cannot) and runs
+  // run(ctx, req, resp, call), which must end with Respond.
+  template <typename Req, typename Resp, typename Fn>
+  grpc::ServerUnaryReactor* Raw(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out,
+                                Method method, Fn&& run);
+  template <typename Req, typename Resp>
+  grpc::ServerUnaryReactor* Interactive(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                        grpc::ByteBuffer* out, Method method,
+                                        grpc::Status (Node::*fn)(const Req&, Resp*, CallContext*));
+  // Replies once the response is final: at once, or when the watermark
+  // passes cc.commit_ts. api = kCount: no latency observed.
+  void Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, Method method, const grpc::Status& st,
+               const CallContext& cc, LatencyApi api, Clock::time_point start, bool inflight);
+  void Register(DrainableStream* r);
+  void Unregister(DrainableStream* r);
 
   Node* node_;
   Replicator* replicator_;
   Metrics* metrics_;
   uint32_t max_stream_inflight_;
+  std::atomic<int64_t> ack_waits_{0};
 
   mutable std::mutex streams_mu_;
-  std::set<ExecuteStreamReactor*> streams_;
+  std::set<DrainableStream*> streams_;
   bool draining_ = false;  // guarded by streams_mu_
 };
 

@@ -148,16 +148,16 @@ TEST_F(NodeTest, ExecuteReadsSeeTheTransactionsOwnWritesAndDeleteReportsFound) {
   EXPECT_EQ(Read("k"), std::nullopt);
 }
 
-TEST_F(NodeTest, FailedPutIfWritesNothingAndReportsTheCurrentValue) {
+TEST_F(NodeTest, FailedPutIfWritesNothingAndReturnsNoUnvalidatedReads) {
   Open();
   PutOrDie("x", "1");
   v1::Op cas = Op(v1::Op::PUT_IF, "x", "3");
   cas.set_expected("2");
   v1::ExecuteResponse resp;
-  ASSERT_TRUE(Exec({Op(v1::Op::PUT, "y", "written?"), cas}, &resp).ok());
+  ASSERT_TRUE(Exec({Op(v1::Op::GET, "x"), Op(v1::Op::PUT, "y", "written?"), cas}, &resp).ok());
   EXPECT_TRUE(resp.condition_failed());
   EXPECT_EQ(resp.commit_ts(), 0u);
-  EXPECT_EQ(resp.results(1).value(), "1");
+  EXPECT_EQ(resp.results_size(), 0);
   EXPECT_EQ(Read("x"), "1");
   EXPECT_EQ(Read("y"), std::nullopt);
   EXPECT_EQ(metrics_.aborts(AbortReason::kCondition), 1u);

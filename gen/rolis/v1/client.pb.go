@@ -1183,6 +1183,94 @@ func (x *ExecuteResponse) GetErrorMessage() string {
 	return ""
 }
 
+type ExecuteBatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      []*ExecuteRequest      `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecuteBatchRequest) Reset() {
+	*x = ExecuteBatchRequest{}
+	mi := &file_rolis_v1_client_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecuteBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecuteBatchRequest) ProtoMessage() {}
+
+func (x *ExecuteBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_rolis_v1_client_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecuteBatchRequest.ProtoReflect.Descriptor instead.
+func (*ExecuteBatchRequest) Descriptor() ([]byte, []int) {
+	return file_rolis_v1_client_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ExecuteBatchRequest) GetRequests() []*ExecuteRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type ExecuteBatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Responses     []*ExecuteResponse     `protobuf:"bytes,1,rep,name=responses,proto3" json:"responses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecuteBatchResponse) Reset() {
+	*x = ExecuteBatchResponse{}
+	mi := &file_rolis_v1_client_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecuteBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecuteBatchResponse) ProtoMessage() {}
+
+func (x *ExecuteBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_rolis_v1_client_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecuteBatchResponse.ProtoReflect.Descriptor instead.
+func (*ExecuteBatchResponse) Descriptor() ([]byte, []int) {
+	return file_rolis_v1_client_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ExecuteBatchResponse) GetResponses() []*ExecuteResponse {
+	if x != nil {
+		return x.Responses
+	}
+	return nil
+}
+
 var File_rolis_v1_client_proto protoreflect.FileDescriptor
 
 const file_rolis_v1_client_proto_rawDesc = "" +
@@ -1269,7 +1357,11 @@ const file_rolis_v1_client_proto_rawDesc = "" +
 	"\x03seq\x18\x05 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x06 \x01(\x05R\terrorCode\x12#\n" +
-	"\rerror_message\x18\a \x01(\tR\ferrorMessage2\x9e\x04\n" +
+	"\rerror_message\x18\a \x01(\tR\ferrorMessage\"K\n" +
+	"\x13ExecuteBatchRequest\x124\n" +
+	"\brequests\x18\x01 \x03(\v2\x18.rolis.v1.ExecuteRequestR\brequests\"O\n" +
+	"\x14ExecuteBatchResponse\x127\n" +
+	"\tresponses\x18\x01 \x03(\v2\x19.rolis.v1.ExecuteResponseR\tresponses2\xf7\x04\n" +
 	"\x05Rolis\x128\n" +
 	"\x05Begin\x12\x16.rolis.v1.BeginRequest\x1a\x17.rolis.v1.BeginResponse\x122\n" +
 	"\x03Get\x12\x14.rolis.v1.GetRequest\x1a\x15.rolis.v1.GetResponse\x125\n" +
@@ -1279,7 +1371,8 @@ const file_rolis_v1_client_proto_rawDesc = "" +
 	"\x06Commit\x12\x17.rolis.v1.CommitRequest\x1a\x18.rolis.v1.CommitResponse\x128\n" +
 	"\x05Abort\x12\x16.rolis.v1.AbortRequest\x1a\x17.rolis.v1.AbortResponse\x12>\n" +
 	"\aExecute\x12\x18.rolis.v1.ExecuteRequest\x1a\x19.rolis.v1.ExecuteResponse\x12H\n" +
-	"\rExecuteStream\x12\x18.rolis.v1.ExecuteRequest\x1a\x19.rolis.v1.ExecuteResponse(\x010\x01B/Z-github.com/rolisdb/rolis/gen/rolis/v1;rolisv1b\x06proto3"
+	"\rExecuteStream\x12\x18.rolis.v1.ExecuteRequest\x1a\x19.rolis.v1.ExecuteResponse(\x010\x01\x12W\n" +
+	"\x12ExecuteBatchStream\x12\x1d.rolis.v1.ExecuteBatchRequest\x1a\x1e.rolis.v1.ExecuteBatchResponse(\x010\x01B/Z-github.com/rolisdb/rolis/gen/rolis/v1;rolisv1b\x06proto3"
 
 var (
 	file_rolis_v1_client_proto_rawDescOnce sync.Once
@@ -1294,28 +1387,30 @@ func file_rolis_v1_client_proto_rawDescGZIP() []byte {
 }
 
 var file_rolis_v1_client_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_rolis_v1_client_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_rolis_v1_client_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_rolis_v1_client_proto_goTypes = []any{
-	(Op_Kind)(0),            // 0: rolis.v1.Op.Kind
-	(*BeginRequest)(nil),    // 1: rolis.v1.BeginRequest
-	(*BeginResponse)(nil),   // 2: rolis.v1.BeginResponse
-	(*GetRequest)(nil),      // 3: rolis.v1.GetRequest
-	(*GetResponse)(nil),     // 4: rolis.v1.GetResponse
-	(*ScanRequest)(nil),     // 5: rolis.v1.ScanRequest
-	(*KeyValue)(nil),        // 6: rolis.v1.KeyValue
-	(*ScanResponse)(nil),    // 7: rolis.v1.ScanResponse
-	(*PutRequest)(nil),      // 8: rolis.v1.PutRequest
-	(*PutResponse)(nil),     // 9: rolis.v1.PutResponse
-	(*DeleteRequest)(nil),   // 10: rolis.v1.DeleteRequest
-	(*DeleteResponse)(nil),  // 11: rolis.v1.DeleteResponse
-	(*CommitRequest)(nil),   // 12: rolis.v1.CommitRequest
-	(*CommitResponse)(nil),  // 13: rolis.v1.CommitResponse
-	(*AbortRequest)(nil),    // 14: rolis.v1.AbortRequest
-	(*AbortResponse)(nil),   // 15: rolis.v1.AbortResponse
-	(*Op)(nil),              // 16: rolis.v1.Op
-	(*OpResult)(nil),        // 17: rolis.v1.OpResult
-	(*ExecuteRequest)(nil),  // 18: rolis.v1.ExecuteRequest
-	(*ExecuteResponse)(nil), // 19: rolis.v1.ExecuteResponse
+	(Op_Kind)(0),                 // 0: rolis.v1.Op.Kind
+	(*BeginRequest)(nil),         // 1: rolis.v1.BeginRequest
+	(*BeginResponse)(nil),        // 2: rolis.v1.BeginResponse
+	(*GetRequest)(nil),           // 3: rolis.v1.GetRequest
+	(*GetResponse)(nil),          // 4: rolis.v1.GetResponse
+	(*ScanRequest)(nil),          // 5: rolis.v1.ScanRequest
+	(*KeyValue)(nil),             // 6: rolis.v1.KeyValue
+	(*ScanResponse)(nil),         // 7: rolis.v1.ScanResponse
+	(*PutRequest)(nil),           // 8: rolis.v1.PutRequest
+	(*PutResponse)(nil),          // 9: rolis.v1.PutResponse
+	(*DeleteRequest)(nil),        // 10: rolis.v1.DeleteRequest
+	(*DeleteResponse)(nil),       // 11: rolis.v1.DeleteResponse
+	(*CommitRequest)(nil),        // 12: rolis.v1.CommitRequest
+	(*CommitResponse)(nil),       // 13: rolis.v1.CommitResponse
+	(*AbortRequest)(nil),         // 14: rolis.v1.AbortRequest
+	(*AbortResponse)(nil),        // 15: rolis.v1.AbortResponse
+	(*Op)(nil),                   // 16: rolis.v1.Op
+	(*OpResult)(nil),             // 17: rolis.v1.OpResult
+	(*ExecuteRequest)(nil),       // 18: rolis.v1.ExecuteRequest
+	(*ExecuteResponse)(nil),      // 19: rolis.v1.ExecuteResponse
+	(*ExecuteBatchRequest)(nil),  // 20: rolis.v1.ExecuteBatchRequest
+	(*ExecuteBatchResponse)(nil), // 21: rolis.v1.ExecuteBatchResponse
 }
 var file_rolis_v1_client_proto_depIdxs = []int32{
 	6,  // 0: rolis.v1.ScanResponse.items:type_name -> rolis.v1.KeyValue
@@ -1323,29 +1418,33 @@ var file_rolis_v1_client_proto_depIdxs = []int32{
 	6,  // 2: rolis.v1.OpResult.items:type_name -> rolis.v1.KeyValue
 	16, // 3: rolis.v1.ExecuteRequest.ops:type_name -> rolis.v1.Op
 	17, // 4: rolis.v1.ExecuteResponse.results:type_name -> rolis.v1.OpResult
-	1,  // 5: rolis.v1.Rolis.Begin:input_type -> rolis.v1.BeginRequest
-	3,  // 6: rolis.v1.Rolis.Get:input_type -> rolis.v1.GetRequest
-	5,  // 7: rolis.v1.Rolis.Scan:input_type -> rolis.v1.ScanRequest
-	8,  // 8: rolis.v1.Rolis.Put:input_type -> rolis.v1.PutRequest
-	10, // 9: rolis.v1.Rolis.Delete:input_type -> rolis.v1.DeleteRequest
-	12, // 10: rolis.v1.Rolis.Commit:input_type -> rolis.v1.CommitRequest
-	14, // 11: rolis.v1.Rolis.Abort:input_type -> rolis.v1.AbortRequest
-	18, // 12: rolis.v1.Rolis.Execute:input_type -> rolis.v1.ExecuteRequest
-	18, // 13: rolis.v1.Rolis.ExecuteStream:input_type -> rolis.v1.ExecuteRequest
-	2,  // 14: rolis.v1.Rolis.Begin:output_type -> rolis.v1.BeginResponse
-	4,  // 15: rolis.v1.Rolis.Get:output_type -> rolis.v1.GetResponse
-	7,  // 16: rolis.v1.Rolis.Scan:output_type -> rolis.v1.ScanResponse
-	9,  // 17: rolis.v1.Rolis.Put:output_type -> rolis.v1.PutResponse
-	11, // 18: rolis.v1.Rolis.Delete:output_type -> rolis.v1.DeleteResponse
-	13, // 19: rolis.v1.Rolis.Commit:output_type -> rolis.v1.CommitResponse
-	15, // 20: rolis.v1.Rolis.Abort:output_type -> rolis.v1.AbortResponse
-	19, // 21: rolis.v1.Rolis.Execute:output_type -> rolis.v1.ExecuteResponse
-	19, // 22: rolis.v1.Rolis.ExecuteStream:output_type -> rolis.v1.ExecuteResponse
-	14, // [14:23] is the sub-list for method output_type
-	5,  // [5:14] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	18, // 5: rolis.v1.ExecuteBatchRequest.requests:type_name -> rolis.v1.ExecuteRequest
+	19, // 6: rolis.v1.ExecuteBatchResponse.responses:type_name -> rolis.v1.ExecuteResponse
+	1,  // 7: rolis.v1.Rolis.Begin:input_type -> rolis.v1.BeginRequest
+	3,  // 8: rolis.v1.Rolis.Get:input_type -> rolis.v1.GetRequest
+	5,  // 9: rolis.v1.Rolis.Scan:input_type -> rolis.v1.ScanRequest
+	8,  // 10: rolis.v1.Rolis.Put:input_type -> rolis.v1.PutRequest
+	10, // 11: rolis.v1.Rolis.Delete:input_type -> rolis.v1.DeleteRequest
+	12, // 12: rolis.v1.Rolis.Commit:input_type -> rolis.v1.CommitRequest
+	14, // 13: rolis.v1.Rolis.Abort:input_type -> rolis.v1.AbortRequest
+	18, // 14: rolis.v1.Rolis.Execute:input_type -> rolis.v1.ExecuteRequest
+	18, // 15: rolis.v1.Rolis.ExecuteStream:input_type -> rolis.v1.ExecuteRequest
+	20, // 16: rolis.v1.Rolis.ExecuteBatchStream:input_type -> rolis.v1.ExecuteBatchRequest
+	2,  // 17: rolis.v1.Rolis.Begin:output_type -> rolis.v1.BeginResponse
+	4,  // 18: rolis.v1.Rolis.Get:output_type -> rolis.v1.GetResponse
+	7,  // 19: rolis.v1.Rolis.Scan:output_type -> rolis.v1.ScanResponse
+	9,  // 20: rolis.v1.Rolis.Put:output_type -> rolis.v1.PutResponse
+	11, // 21: rolis.v1.Rolis.Delete:output_type -> rolis.v1.DeleteResponse
+	13, // 22: rolis.v1.Rolis.Commit:output_type -> rolis.v1.CommitResponse
+	15, // 23: rolis.v1.Rolis.Abort:output_type -> rolis.v1.AbortResponse
+	19, // 24: rolis.v1.Rolis.Execute:output_type -> rolis.v1.ExecuteResponse
+	19, // 25: rolis.v1.Rolis.ExecuteStream:output_type -> rolis.v1.ExecuteResponse
+	21, // 26: rolis.v1.Rolis.ExecuteBatchStream:output_type -> rolis.v1.ExecuteBatchResponse
+	17, // [17:27] is the sub-list for method output_type
+	7,  // [7:17] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_rolis_v1_client_proto_init() }
@@ -1359,7 +1458,7 @@ func file_rolis_v1_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_rolis_v1_client_proto_rawDesc), len(file_rolis_v1_client_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   19,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,15 +30,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Rolis_Begin_FullMethodName         = "/rolis.v1.Rolis/Begin"
-	Rolis_Get_FullMethodName           = "/rolis.v1.Rolis/Get"
-	Rolis_Scan_FullMethodName          = "/rolis.v1.Rolis/Scan"
-	Rolis_Put_FullMethodName           = "/rolis.v1.Rolis/Put"
-	Rolis_Delete_FullMethodName        = "/rolis.v1.Rolis/Delete"
-	Rolis_Commit_FullMethodName        = "/rolis.v1.Rolis/Commit"
-	Rolis_Abort_FullMethodName         = "/rolis.v1.Rolis/Abort"
-	Rolis_Execute_FullMethodName       = "/rolis.v1.Rolis/Execute"
-	Rolis_ExecuteStream_FullMethodName = "/rolis.v1.Rolis/ExecuteStream"
+	Rolis_Begin_FullMethodName              = "/rolis.v1.Rolis/Begin"
+	Rolis_Get_FullMethodName                = "/rolis.v1.Rolis/Get"
+	Rolis_Scan_FullMethodName               = "/rolis.v1.Rolis/Scan"
+	Rolis_Put_FullMethodName                = "/rolis.v1.Rolis/Put"
+	Rolis_Delete_FullMethodName             = "/rolis.v1.Rolis/Delete"
+	Rolis_Commit_FullMethodName             = "/rolis.v1.Rolis/Commit"
+	Rolis_Abort_FullMethodName              = "/rolis.v1.Rolis/Abort"
+	Rolis_Execute_FullMethodName            = "/rolis.v1.Rolis/Execute"
+	Rolis_ExecuteStream_FullMethodName      = "/rolis.v1.Rolis/ExecuteStream"
+	Rolis_ExecuteBatchStream_FullMethodName = "/rolis.v1.Rolis/ExecuteBatchStream"
 )
 
 // RolisClient is the client API for Rolis service.
@@ -59,6 +60,14 @@ type RolisClient interface {
 	// Pipelined one-shot transactions: responses carry the request's `seq` and may
 	// arrive out of order.
 	ExecuteStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecuteRequest, ExecuteResponse], error)
+	// Batched pipelined one-shot transactions: each stream message carries many
+	// requests and each reply many responses, so that the cost of a gRPC
+	// message is shared by a batch. Every request is its own transaction
+	// (a batch is not atomic); responses carry the request's `seq`, may arrive
+	// out of order and may be split over several replies (each is sent once its
+	// transaction is acknowledged). Errors are per response, as on
+	// ExecuteStream.
+	ExecuteBatchStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecuteBatchRequest, ExecuteBatchResponse], error)
 }
 
 type rolisClient struct {
@@ -162,6 +171,19 @@ func (c *rolisClient) ExecuteStream(ctx context.Context, opts ...grpc.CallOption
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Rolis_ExecuteStreamClient = grpc.BidiStreamingClient[ExecuteRequest, ExecuteResponse]
 
+func (c *rolisClient) ExecuteBatchStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecuteBatchRequest, ExecuteBatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Rolis_ServiceDesc.Streams[1], Rolis_ExecuteBatchStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecuteBatchRequest, ExecuteBatchResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Rolis_ExecuteBatchStreamClient = grpc.BidiStreamingClient[ExecuteBatchRequest, ExecuteBatchResponse]
+
 // RolisServer is the server API for Rolis service.
 // All implementations must embed UnimplementedRolisServer
 // for forward compatibility.
@@ -180,6 +202,14 @@ type RolisServer interface {
 	// Pipelined one-shot transactions: responses carry the request's `seq` and may
 	// arrive out of order.
 	ExecuteStream(grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]) error
+	// Batched pipelined one-shot transactions: each stream message carries many
+	// requests and each reply many responses, so that the cost of a gRPC
+	// message is shared by a batch. Every request is its own transaction
+	// (a batch is not atomic); responses carry the request's `seq`, may arrive
+	// out of order and may be split over several replies (each is sent once its
+	// transaction is acknowledged). Errors are per response, as on
+	// ExecuteStream.
+	ExecuteBatchStream(grpc.BidiStreamingServer[ExecuteBatchRequest, ExecuteBatchResponse]) error
 	mustEmbedUnimplementedRolisServer()
 }
 
@@ -216,6 +246,9 @@ func (UnimplementedRolisServer) Execute(context.Context, *ExecuteRequest) (*Exec
 }
 func (UnimplementedRolisServer) ExecuteStream(grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]) error {
 	return status.Error(codes.Unimplemented, "method ExecuteStream not implemented")
+}
+func (UnimplementedRolisServer) ExecuteBatchStream(grpc.BidiStreamingServer[ExecuteBatchRequest, ExecuteBatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method ExecuteBatchStream not implemented")
 }
 func (UnimplementedRolisServer) mustEmbedUnimplementedRolisServer() {}
 func (UnimplementedRolisServer) testEmbeddedByValue()               {}
@@ -389,6 +422,13 @@ func _Rolis_ExecuteStream_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Rolis_ExecuteStreamServer = grpc.BidiStreamingServer[ExecuteRequest, ExecuteResponse]
 
+func _Rolis_ExecuteBatchStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RolisServer).ExecuteBatchStream(&grpc.GenericServerStream[ExecuteBatchRequest, ExecuteBatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Rolis_ExecuteBatchStreamServer = grpc.BidiStreamingServer[ExecuteBatchRequest, ExecuteBatchResponse]
+
 // Rolis_ServiceDesc is the grpc.ServiceDesc for Rolis service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -433,6 +473,12 @@ var Rolis_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ExecuteStream",
 			Handler:       _Rolis_ExecuteStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ExecuteBatchStream",
+			Handler:       _Rolis_ExecuteBatchStream_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
