@@ -63,6 +63,7 @@ func (d *database) rejoinAndVerify(pod, uid string) {
 	By("letting " + pod + " come back and catch up")
 	if uid != "" {
 		waitPodReplaced(d.ns, pod, uid, 3*time.Minute)
+		d.fw.restart(pod)
 	} else {
 		time.Sleep(5 * time.Second)
 	}

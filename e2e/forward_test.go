@@ -25,6 +25,9 @@ type forwards struct {
 	wg     sync.WaitGroup
 	addrs  map[string][2]string // pod -> local client and admin address
 	pods   []string
+
+	mu      sync.Mutex
+	current map[string]context.CancelFunc // stops the running kubectl of a pod
 }
 
 // freePort asks the kernel for a free loopback port.
@@ -43,7 +46,7 @@ func freePort() int {
 func forward(ns string, pods []string) *forwards {
 	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &forwards{ns: ns, cancel: cancel, addrs: map[string][2]string{}, pods: pods}
+	f := &forwards{ns: ns, cancel: cancel, addrs: map[string][2]string{}, pods: pods, current: map[string]context.CancelFunc{}}
 	for _, p := range pods {
 		cp, ap := freePort(), freePort()
 		f.addrs[p] = [2]string{fmt.Sprintf("127.0.0.1:%d", cp), fmt.Sprintf("127.0.0.1:%d", ap)}
@@ -81,13 +84,31 @@ func (f *forwards) keep(ctx context.Context, pod string, ports ...string) {
 	defer f.wg.Done()
 	for ctx.Err() == nil {
 		args := []string{"--context", E.Context, "-n", f.ns, "port-forward", "--address", "127.0.0.1", "pod/" + pod}
-		cmd := exec.CommandContext(ctx, E.Kubectl, append(args, ports...)...)
-		_ = cmd.Run() // ends when the pod goes away; start again
+		one, cancel := context.WithCancel(ctx)
+		f.mu.Lock()
+		f.current[pod] = cancel
+		f.mu.Unlock()
+		cmd := exec.CommandContext(one, E.Kubectl, append(args, ports...)...)
+		_ = cmd.Run() // ends when the pod goes away (or restart); start again
+		cancel()
 		select {
 		case <-ctx.Done():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// restart starts pod's port-forward again, for a pod that was replaced:
+// kubectl does not always notice that its pod is gone.
+func (f *forwards) restart(pod string) {
+	GinkgoHelper()
+	f.mu.Lock()
+	if c := f.current[pod]; c != nil {
+		c()
+	}
+	f.mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	f.waitListening(time.Minute)
 }
 
 func (f *forwards) stop() {
