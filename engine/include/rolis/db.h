@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <forward_list>
 #include <functional>
 #include <memory>
 #include <span>
@@ -30,6 +31,7 @@ struct Limits {
   size_t max_value_bytes = 64 * 1024;
   size_t max_write_set = 100000;  // entries per transaction
   size_t max_read_set = 1000000;  // entries per transaction
+  size_t max_open_txns = 1024;    // open transactions per Worker
 };
 
 // One write of a committed transaction, as handed to the commit hook and as
@@ -88,9 +90,13 @@ class Worker {
   virtual ~Worker() = default;
   virtual WorkerId id() const = 0;
 
-  // Starts a transaction. A Worker has at most one open transaction at a time;
-  // beginning another while one is open returns a transaction whose every
-  // operation fails with kFailedPrecondition.
+  // Starts a transaction. A Worker may have several transactions open at
+  // once (up to Limits.max_open_txns; past it, Begin returns a transaction
+  // whose every operation fails with kResourceExhausted), each with its own
+  // read and write sets; they conflict with each other as with any other
+  // transaction. They are still used by one thread at a time. While one is
+  // open, the epochs it began in are held back for every transaction: keep
+  // transactions short.
   virtual std::unique_ptr<Transaction> Begin() = 0;
   // A read-only transaction on a consistent snapshot: never aborts, sees no
   // partial transaction, may be slightly stale (at most ~2 epoch periods).
@@ -110,6 +116,16 @@ class Transaction {
 
   // Reads see the transaction's own writes.
   virtual Status Get(Table* table, std::string_view key, std::string* value) = 0;
+  // Get without a copy into a caller's string: *value points into memory
+  // owned by the transaction and stays valid until it commits or aborts.
+  // (The default implementation, for other Transaction types, keeps a copy
+  // of each value read this way until the transaction is destroyed.)
+  virtual Status GetView(Table* table, std::string_view key, std::string_view* value) {
+    std::string& buf = view_bufs_.emplace_front();
+    Status s = Get(table, key, &buf);
+    *value = buf;
+    return s;
+  }
   // Forward scan of keys in [begin, end) (end empty = unbounded), at most
   // `limit` keys (0 = no limit). The range is validated at commit (phantoms).
   virtual Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
@@ -134,6 +150,9 @@ class Transaction {
   // read so far (0 if none). A read-only transaction on the leader may use it
   // to wait, before replying, until the commit watermark passes what it read.
   virtual uint64_t max_read_ts() const { return 0; }
+
+ private:
+  std::forward_list<std::string> view_bufs_;  // the default GetView's copies (empty: no allocation)
 };
 
 struct DatabaseStats {

@@ -133,7 +133,7 @@ Status DatabaseImpl::ApplyReplicated(Worker* worker, const WriteRecord& write, u
                                    " bytes exceeds max_value_bytes=" + std::to_string(lim.max_value_bytes));
   }
   if (order_epoch > UINT32_MAX) return Status::InvalidArgument("replication epoch exceeds 2^32-1");
-  if (w->txn_open_) return Status::FailedPrecondition("worker has an open transaction");
+  if (w->has_open_txn()) return Status::FailedPrecondition("worker has an open transaction");
   w->Enter(false);
   return w->ApplyReplicated(t, write, order_epoch, order_ts);
 }

@@ -31,10 +31,39 @@ struct TxnBlockCache {
 };
 thread_local TxnBlockCache txn_blocks;
 
-// Consistent read of a record's newest version (OCC). Copies the value into
-// *out when present and out is non-null. False if the record has been
-// unlinked from the index (the caller looks the key up again).
-bool ReadLatest(Record* r, std::string* out, uint64_t* word, uint64_t* ts, uint64_t* repl_epoch) {
+// Where a read puts the value. Volatile(p, n): p is the newest version,
+// which a writer may change in place (a copy must be taken now, before the
+// caller's version check). Stable(p, n): p is an immutable old version that
+// lives while the transaction is open (it may be referenced).
+struct StringSink {
+  static constexpr bool kWants = true;
+  std::string* out;  // may be null: the value is not wanted
+  void Volatile(const char* p, uint32_t n) const {
+    if (out) CopyValue(out, p, n);
+  }
+  void Stable(const char* p, uint32_t n) const { Volatile(p, n); }
+};
+
+struct ViewSink {
+  static constexpr bool kWants = true;
+  Arena* arena;
+  std::string_view* out;
+  void Volatile(const char* p, uint32_t n) const { *out = std::string_view(arena->Copy({p, n}), n); }
+  void Stable(const char* p, uint32_t n) const { *out = std::string_view(p, n); }
+};
+
+// Presence checks (Insert, Delete) read no value.
+struct NoValueSink {
+  static constexpr bool kWants = false;
+  void Volatile(const char*, uint32_t) const {}
+  void Stable(const char*, uint32_t) const {}
+};
+
+// Consistent read of a record's newest version (OCC). Hands the value to
+// the sink when present. False if the record has been unlinked from the
+// index (the caller looks the key up again).
+template <class Sink>
+bool ReadLatest(Record* r, const Sink& sink, uint64_t* word, uint64_t* ts, uint64_t* repl_epoch) {
   uint32_t spins = 0;
   for (;;) {
     uint64_t w1 = r->word.load(std::memory_order_acquire);
@@ -43,11 +72,11 @@ bool ReadLatest(Record* r, std::string* out, uint64_t* word, uint64_t* ts, uint6
       continue;
     }
     if (!(w1 & tid::kLatest)) return false;
-    if (!(w1 & tid::kAbsent) && out) {
+    if (Sink::kWants && !(w1 & tid::kAbsent)) {
       const char* p = r->ValuePtr();
       uint32_t len = Ld(r->vlen);
       if (len > r->CapacityOf(p)) continue;  // torn
-      CopyValue(out, p, len);
+      sink.Volatile(p, len);
     }
     uint64_t t = Ld(r->ts);
     uint64_t re = Ld(r->repl_epoch);
@@ -62,8 +91,9 @@ bool ReadLatest(Record* r, std::string* out, uint64_t* word, uint64_t* ts, uint6
 }
 
 // Snapshot read as of snapshot epoch S: the newest version with epoch <= S.
-// True if that version is present (value copied into *out if non-null).
-bool ReadSnapshot(Record* r, uint64_t S, std::string* out, uint64_t* ts) {
+// True if that version is present (its value handed to the sink).
+template <class Sink>
+bool ReadSnapshot(Record* r, uint64_t S, const Sink& sink, uint64_t* ts) {
   uint32_t spins = 0;
   for (;;) {
     uint64_t w1 = r->word.load(std::memory_order_acquire);
@@ -73,11 +103,11 @@ bool ReadSnapshot(Record* r, uint64_t S, std::string* out, uint64_t* ts) {
     }
     if (Ld(r->epoch) <= S) {
       bool present = !(w1 & tid::kAbsent);
-      if (present && out) {
+      if (present) {
         const char* p = r->ValuePtr();
         uint32_t len = Ld(r->vlen);
         if (len > r->CapacityOf(p)) continue;
-        CopyValue(out, p, len);
+        sink.Volatile(p, len);
       }
       uint64_t t = Ld(r->ts);
       std::atomic_thread_fence(std::memory_order_acquire);
@@ -89,13 +119,14 @@ bool ReadSnapshot(Record* r, uint64_t S, std::string* out, uint64_t* ts) {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (r->word.load(std::memory_order_relaxed) != w1) continue;
     // Versions are immutable; trimming never removes the one S needs (S is
-    // registered, so min_snap <= S).
+    // registered, so min_snap <= S), and reclamation waits for this
+    // transaction's epoch.
     while (v && v->epoch > S) v = v->prev.load(std::memory_order_acquire);
     if (!v || v->absent) {
       *ts = v ? v->ts : 0;
       return false;
     }
-    if (out) CopyValue(out, v->data(), v->len);
+    sink.Stable(v->data(), v->len);
     *ts = v->ts;
     return true;
   }
@@ -140,7 +171,11 @@ void TxnImpl::operator delete(void* p) {
 
 TxnImpl::TxnImpl(WorkerImpl* w, Mode mode)
     : w_(w), db_(w->db()), limits_(&w->db()->options().limits), mode_(mode) {
-  if (mode == Mode::kReadOnly) snap_ = w->RegisterSnapshot();
+  if (mode != Mode::kRejected) {
+    uint64_t snap = 0;
+    s_ = w->OpenTxn(this, mode == Mode::kReadOnly, &snap);
+    if (mode == Mode::kReadOnly) snap_ = snap;
+  }
   repl_epoch_ = db_->repl_epoch_.load(std::memory_order_acquire);
 }
 
@@ -152,7 +187,8 @@ TxnImpl::~TxnImpl() {
 
 Status TxnImpl::NotUsable() const {
   if (mode_ == Mode::kRejected) {
-    return Status::FailedPrecondition("another transaction is open on this worker");
+    return Status::ResourceExhausted("too many open transactions on this worker (max_open_txns=" +
+                                     std::to_string(limits_->max_open_txns) + ")");
   }
   return Status::FailedPrecondition(state_ == State::kCommitted ? "transaction already committed"
                                                                 : "transaction already aborted");
@@ -192,50 +228,32 @@ Status TxnImpl::CheckValue(std::string_view value) const {
 
 Status TxnImpl::ReadSetFull() const {
   const size_t max = limits_->max_read_set;
-  if (__builtin_expect(w_->reads_.size() < max, 1)) return Status::OK();
+  if (__builtin_expect(s_->reads.size() < max, 1)) return Status::OK();
   return Status::ResourceExhausted("read set exceeds max_read_set=" + std::to_string(max));
 }
 
 Status TxnImpl::WriteSetFull() const {
   const size_t max = limits_->max_write_set;
-  if (__builtin_expect(w_->writes_.size() < max, 1)) return Status::OK();
+  if (__builtin_expect(s_->writes.size() < max, 1)) return Status::OK();
   return Status::ResourceExhausted("write set exceeds max_write_set=" + std::to_string(max));
 }
 
 // ------------------------------------------------------------- sets
 
-Record* TxnImpl::FindRecent(const TableImpl* t, const KeyRef& k) const {
-  const uint32_t n = recent_n_ < kRecent ? recent_n_ : kRecent;
-  const uint32_t table_id = t->id();
-  for (uint32_t i = 1; i <= n; ++i) {
-    const Recent& e = recent_[(recent_n_ - i) % kRecent];
-    if (e.s0 != k.s0 || e.s1 != k.s1 || e.len != k.len || e.table != table_id) continue;
-    if (k.len <= kInlineKeyBytes ||
-        std::memcmp(e.rec->key_data() + kInlineKeyBytes, k.data + kInlineKeyBytes, k.len - kInlineKeyBytes) == 0) {
-      return e.rec;
-    }
-  }
-  return nullptr;
-}
-
-void TxnImpl::Remember(const TableImpl* t, const KeyRef& k, Record* r) {
-  recent_[recent_n_++ % kRecent] = {k.s0, k.s1, k.len, t->id(), r};
-}
-
 WriteEntry* TxnImpl::FindWrite(const Record* r) {
-  auto& ws = w_->writes_;
+  auto& ws = s_->writes;
   if (ws.size() <= WriteIndex::kLinearLimit) {
     for (WriteEntry& e : ws) {
       if (e.rec == r) return &e;
     }
     return nullptr;
   }
-  int i = w_->windex_.Find(r, ws);
+  int i = s_->windex.Find(r, ws);
   return i < 0 ? nullptr : &ws[static_cast<size_t>(i)];
 }
 
 void TxnImpl::AddRead(Record* r, const Observed& o) {
-  w_->reads_.push_back({r, o.word});
+  s_->reads.push_back({r, o.word});
   if (o.ts > max_read_ts_) max_read_ts_ = o.ts;
   // Versions of an older replication epoch are ordered before ours by the
   // epoch; only reads of this epoch constrain our ts.
@@ -243,20 +261,20 @@ void TxnImpl::AddRead(Record* r, const Observed& o) {
 }
 
 void TxnImpl::AddNode(Leaf* leaf, uint64_t version) {
-  auto& ns = w_->nodes_;
+  auto& ns = s_->nodes;
   if (!ns.empty() && ns.back().leaf == leaf && ns.back().version == version) return;
   ns.push_back({leaf, version});
 }
 
 void TxnImpl::AddWrite(const WriteEntry& e) {
-  auto& ws = w_->writes_;
+  auto& ws = s_->writes;
   ws.push_back(e);
-  w_->windex_.Add(e.rec, static_cast<uint32_t>(ws.size() - 1), ws);
+  s_->windex.Add(e.rec, static_cast<uint32_t>(ws.size() - 1), ws);
 }
 
 Record* TxnImpl::CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool* created) {
   Record* nr = NewRecord(k.view(), value_cap);
-  NodeSetFixup fix{&w_->nodes_};
+  NodeSetFixup fix{&s_->nodes};
   Record* existing = t->tree.InsertIfAbsent(k, nr, &fix);
   if (existing) {
     FreeRecord(nr);  // never published
@@ -271,6 +289,20 @@ Record* TxnImpl::CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value
 // ------------------------------------------------------------- reads
 
 Status TxnImpl::Get(Table* table, std::string_view key, std::string* value) {
+  StringSink sink{value};
+  return GetWith(table, key, sink);
+}
+
+Status TxnImpl::GetView(Table* table, std::string_view key, std::string_view* value) {
+  if (__builtin_expect(value == nullptr, 0)) return Status::InvalidArgument("value is null");
+  *value = std::string_view();
+  if (__builtin_expect(!usable(), 0)) return NotUsable();
+  ViewSink sink{&s_->arena, value};
+  return GetWith(table, key, sink);
+}
+
+template <class Sink>
+Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
   TableImpl* t;
   if (Status s = CheckTableAndKey(table, key, &t); !s.ok()) return s;
   KeyRef k(key);
@@ -278,7 +310,7 @@ Status TxnImpl::Get(Table* table, std::string_view key, std::string* value) {
     Record* r = t->tree.Lookup(k).rec;
     if (!r) return NotFoundStatus();
     uint64_t ts = 0;
-    bool present = ReadSnapshot(r, snap_, value, &ts);
+    bool present = ReadSnapshot(r, snap_, sink, &ts);
     if (ts > max_read_ts_) max_read_ts_ = ts;
     return present ? Status::OK() : NotFoundStatus();
   }
@@ -296,15 +328,15 @@ Status TxnImpl::Get(Table* table, std::string_view key, std::string* value) {
       from_index = true;
       Remember(t, k, r);
     }
-    if (!w_->writes_.empty()) {
+    if (!s_->writes.empty()) {
       if (WriteEntry* we = FindWrite(r)) {
         if (we->kind == WriteKind::kDelete) return NotFoundStatus();
-        if (value) CopyValue(value, we->val, we->len);
+        sink.Stable(we->val, we->len);  // in our arena until the transaction ends
         return Status::OK();
       }
     }
     Observed o;
-    if (!ReadLatest(r, value, &o.word, &o.ts, &o.repl_epoch)) {
+    if (!ReadLatest(r, sink, &o.word, &o.ts, &o.repl_epoch)) {
       if (!from_index) {
         doomed_ = true;  // an earlier read of this record can no longer validate
         return Status::Aborted("record was reclaimed during the transaction");
@@ -352,11 +384,11 @@ Status TxnImpl::Scan(Table* table, std::string_view begin, std::string_view end,
       std::string_view val;
       if (ro) {
         uint64_t ts = 0;
-        if (!ReadSnapshot(r, snap_, &buf, &ts)) continue;
+        if (!ReadSnapshot(r, snap_, StringSink{&buf}, &ts)) continue;
         if (ts > max_read_ts_) max_read_ts_ = ts;
         val = buf;
       } else {
-        WriteEntry* we = w_->writes_.empty() ? nullptr : FindWrite(r);
+        WriteEntry* we = s_->writes.empty() ? nullptr : FindWrite(r);
         if (we) {
           if (we->kind == WriteKind::kDelete) continue;
           val = std::string_view(we->val, we->len);
@@ -367,7 +399,7 @@ Status TxnImpl::Scan(Table* table, std::string_view begin, std::string_view end,
           }
           Observed o;
           // An unlinked record changed its leaf, which is in the node set.
-          if (!ReadLatest(r, &buf, &o.word, &o.ts, &o.repl_epoch)) continue;
+          if (!ReadLatest(r, StringSink{&buf}, &o.word, &o.ts, &o.repl_epoch)) continue;
           AddRead(r, o);
           if (o.word & tid::kAbsent) continue;
           val = buf;
@@ -397,7 +429,7 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
   if (!r) r = t->tree.Lookup(k).rec;
   if (r) {
     if (WriteEntry* we = FindWrite(r)) {
-      we->val = w_->arena_.Copy(value);
+      we->val = s_->arena.Copy(value);
       we->len = static_cast<uint32_t>(value.size());
       we->kind = WriteKind::kPut;
       return Status::OK();
@@ -410,7 +442,7 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
   // is not in our write set either.)
   if (!r) r = CreatePlaceholder(t, k, static_cast<uint32_t>(value.size()), &created);
   Remember(t, k, r);
-  AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, created});
+  AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, created});
   return Status::OK();
 }
 
@@ -427,7 +459,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
       Remember(t, k, r);
       if (WriteEntry* we = FindWrite(r)) {
         if (we->kind != WriteKind::kDelete) return Status::AlreadyExists("key already exists");
-        we->val = w_->arena_.Copy(value);
+        we->val = s_->arena.Copy(value);
         we->len = static_cast<uint32_t>(value.size());
         we->kind = WriteKind::kPut;
         return Status::OK();
@@ -435,7 +467,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
       if (Status s = ReadSetFull(); !s.ok()) return s;
       if (Status s = WriteSetFull(); !s.ok()) return s;
       Observed o;
-      if (!ReadLatest(r, nullptr, &o.word, &o.ts, &o.repl_epoch)) {
+      if (!ReadLatest(r, NoValueSink{}, &o.word, &o.ts, &o.repl_epoch)) {
         if (!from_index) {
           doomed_ = true;
           return Status::Aborted("record was reclaimed during the transaction");
@@ -446,7 +478,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
       // The presence check is a read: validated again at commit.
       AddRead(r, o);
       if (!(o.word & tid::kAbsent)) return Status::AlreadyExists("key already exists");
-      AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, false});
+      AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, false});
       return Status::OK();
     }
     if (Status s = ReadSetFull(); !s.ok()) return s;
@@ -459,7 +491,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
     }
     // A fresh placeholder reads as absent with ts 0; any install changes it.
     AddRead(r, Observed{tid::kLatest | tid::kAbsent, 0, 0});
-    AddWrite({r, t, w_->arena_.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, true});
+    AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, true});
     return Status::OK();
   }
 }
@@ -491,7 +523,7 @@ Status TxnImpl::Delete(Table* table, std::string_view key) {
     if (Status s = ReadSetFull(); !s.ok()) return s;
     if (Status s = WriteSetFull(); !s.ok()) return s;
     Observed o;
-    if (!ReadLatest(r, nullptr, &o.word, &o.ts, &o.repl_epoch)) {
+    if (!ReadLatest(r, NoValueSink{}, &o.word, &o.ts, &o.repl_epoch)) {
       if (!from_index) {
         doomed_ = true;
         return Status::Aborted("record was reclaimed during the transaction");
@@ -509,14 +541,14 @@ Status TxnImpl::Delete(Table* table, std::string_view key) {
 // ------------------------------------------------------------- commit
 
 bool TxnImpl::InSortedWriteSet(const Record* r) const {
-  const auto& ws = w_->writes_;
+  const auto& ws = s_->writes;
   auto it = std::lower_bound(ws.begin(), ws.end(), r,
                              [](const WriteEntry& e, const Record* x) { return e.rec < x; });
   return it != ws.end() && it->rec == r;
 }
 
 bool TxnImpl::ValidateReads(bool holding_write_locks) const {
-  for (const ReadEntry& re : w_->reads_) {
+  for (const ReadEntry& re : s_->reads) {
     uint64_t cur = re.rec->word.load(std::memory_order_acquire);
     if ((cur & ~tid::kLock) != re.word) return false;
     if ((cur & tid::kLock) && !(holding_write_locks && InSortedWriteSet(re.rec))) return false;
@@ -525,14 +557,14 @@ bool TxnImpl::ValidateReads(bool holding_write_locks) const {
 }
 
 bool TxnImpl::ValidateNodes() const {
-  for (const NodeEntry& ne : w_->nodes_) {
+  for (const NodeEntry& ne : s_->nodes) {
     if (ne.leaf->version.load(std::memory_order_acquire) != ne.version) return false;
   }
   return true;
 }
 
 void TxnImpl::UnlockWrites(size_t n) {
-  auto& ws = w_->writes_;
+  auto& ws = s_->writes;
   for (size_t i = 0; i < n; ++i) {
     Record* r = ws[i].rec;
     UnlockRecord(r, r->word.load(std::memory_order_relaxed));
@@ -547,7 +579,7 @@ Status TxnImpl::Commit() {
     return Status::OK();
   }
   if (doomed_) return AbortWith("a record read by the transaction was reclaimed");
-  auto& ws = w_->writes_;
+  auto& ws = s_->writes;
   if (ws.empty()) {
     // Nothing to install and no ts: the reads only have to still hold.
     if (!ValidateReads(false) || !ValidateNodes()) return AbortWith("read validation failed");
@@ -609,7 +641,7 @@ void TxnImpl::CallHook(uint64_t ts) {
   if (!hook) return;
   auto& hb = w_->hook_buf_;
   hb.clear();
-  for (const WriteEntry& e : w_->writes_) {
+  for (const WriteEntry& e : s_->writes) {
     WriteRecord wr;
     wr.table = e.table->id();
     wr.key = e.rec->key();
@@ -637,20 +669,16 @@ void TxnImpl::Finish(State s) {
     if (s == State::kAborted) {
       // Placeholders this transaction inserted stay absent: queue them so
       // the reclaimer unlinks them.
-      for (const WriteEntry& e : w_->writes_) {
+      for (const WriteEntry& e : s_->writes) {
         if (!e.created) continue;
         uint64_t w = LockRecord(e.rec);
         if ((w & tid::kLatest) && (w & tid::kAbsent)) w_->QueueAbsentLocked(e.table, e.rec);
         UnlockRecord(e.rec, w);
       }
     }
-    w_->reads_.clear();
-    w_->writes_.clear();
-    w_->nodes_.clear();
-    w_->windex_.Clear();
-    w_->arena_.Reset();
   }
-  w_->txn_open_ = false;
+  w_->CloseTxn(this, s_);  // clears the sets for their next transaction
+  s_ = nullptr;
 }
 
 }  // namespace rolis::core

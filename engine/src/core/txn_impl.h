@@ -1,7 +1,7 @@
 // TxnImpl: one transaction. Read-write transactions run Silo's optimistic
 // concurrency control; read-only transactions read a consistent snapshot of
 // a closed epoch from the version chains and never abort. The read, write
-// and node sets live in the Worker and are reused.
+// and node sets (TxnSets) come from the Worker's pool and are reused.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,7 @@ class TxnImpl final : public Transaction {
   enum class Mode : uint8_t {
     kReadWrite,
     kReadOnly,
-    kRejected,  // begun while another transaction was open: every call fails
+    kRejected,  // begun past Limits.max_open_txns: every call fails
   };
   TxnImpl(WorkerImpl* w, Mode mode);
   ~TxnImpl() override;
@@ -28,6 +28,7 @@ class TxnImpl final : public Transaction {
   static void operator delete(void* p);
 
   Status Get(Table* table, std::string_view key, std::string* value) override;
+  Status GetView(Table* table, std::string_view key, std::string_view* value) override;
   Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
               const ScanVisitor& visit) override;
   Status Put(Table* table, std::string_view key, std::string_view value) override;
@@ -62,8 +63,10 @@ class TxnImpl final : public Transaction {
   Status ReadSetFull() const;
   Status WriteSetFull() const;
 
-  Record* FindRecent(const TableImpl* t, const KeyRef& k) const;
-  void Remember(const TableImpl* t, const KeyRef& k, Record* r);
+  template <class Sink>
+  Status GetWith(Table* table, std::string_view key, Sink& sink);
+  Record* FindRecent(const TableImpl* t, const KeyRef& k) const { return s_->recent.Find(t->id(), k); }
+  void Remember(const TableImpl* t, const KeyRef& k, Record* r) { s_->recent.Remember(t->id(), k, r); }
   Status BadTableOrKey(Table* table, std::string_view key) const;
   WriteEntry* FindWrite(const Record* r);
   void AddRead(Record* r, const Observed& o);
@@ -79,21 +82,10 @@ class TxnImpl final : public Transaction {
   Status AbortWith(const char* why);
   void Finish(State s);
 
-  // The last few keys this transaction resolved to records, so that a
-  // read-modify-write finds its record without descending the index again.
-  struct Recent {
-    uint64_t s0, s1;
-    uint32_t len;
-    uint32_t table;
-    Record* rec;
-  };
-  static constexpr uint32_t kRecent = 8;
-
   WorkerImpl* w_;
   DatabaseImpl* db_;
   const Limits* limits_;
-  Recent recent_[kRecent];
-  uint32_t recent_n_ = 0;
+  TxnSets* s_ = nullptr;  // from the worker's pool while open (null once finished or if rejected)
   Mode mode_;
   State state_ = State::kOpen;
   bool doomed_ = false;        // a read saw its record unlinked: commit must abort

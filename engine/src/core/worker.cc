@@ -7,89 +7,6 @@
 
 namespace rolis::core {
 
-// ---------------------------------------------------------------- Arena
-
-const char* Arena::Copy(std::string_view s) {
-  if (s.empty()) return "";
-  if (s.size() > kBlock / 4) {
-    big_.emplace_back(new char[s.size()]);
-    std::memcpy(big_.back().get(), s.data(), s.size());
-    return big_.back().get();
-  }
-  if (blocks_.empty() || used_ + s.size() > kBlock) {
-    if (!blocks_.empty()) ++block_;
-    if (block_ == blocks_.size()) blocks_.emplace_back(new char[kBlock]);
-    used_ = 0;
-  }
-  char* p = blocks_[block_].get() + used_;
-  std::memcpy(p, s.data(), s.size());
-  used_ += (s.size() + 7) & ~size_t{7};
-  return p;
-}
-
-void Arena::Reset() {
-  block_ = 0;
-  used_ = 0;
-  big_.clear();
-  if (blocks_.size() > 4) blocks_.resize(4);
-}
-
-// ----------------------------------------------------------- WriteIndex
-
-namespace {
-inline size_t HashPtr(const void* p) {
-  uint64_t x = reinterpret_cast<uintptr_t>(p);
-  x ^= x >> 29;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 32;
-  return static_cast<size_t>(x);
-}
-}  // namespace
-
-void WriteIndex::Clear() {
-  if (built_) std::fill(slots_.begin(), slots_.end(), 0u);
-  used_ = 0;
-  built_ = false;
-}
-
-void WriteIndex::Rebuild(const std::vector<WriteEntry>& writes) {
-  size_t cap = 64;
-  while (cap < writes.size() * 4) cap <<= 1;
-  slots_.assign(cap, 0u);
-  used_ = 0;
-  built_ = true;
-  for (uint32_t i = 0; i < writes.size(); ++i) {
-    size_t mask = slots_.size() - 1;
-    size_t h = HashPtr(writes[i].rec) & mask;
-    while (slots_[h] != 0) h = (h + 1) & mask;
-    slots_[h] = i + 1;
-    ++used_;
-  }
-}
-
-void WriteIndex::Add(const Record* r, uint32_t pos, const std::vector<WriteEntry>& writes) {
-  if (writes.size() <= kLinearLimit) return;
-  if (!built_ || (used_ + 1) * 2 > slots_.size()) {
-    Rebuild(writes);  // includes pos
-    return;
-  }
-  size_t mask = slots_.size() - 1;
-  size_t h = HashPtr(r) & mask;
-  while (slots_[h] != 0) h = (h + 1) & mask;
-  slots_[h] = pos + 1;
-  ++used_;
-}
-
-int WriteIndex::Find(const Record* r, const std::vector<WriteEntry>& writes) const {
-  if (!built_) return -1;
-  size_t mask = slots_.size() - 1;
-  for (size_t h = HashPtr(r) & mask;; h = (h + 1) & mask) {
-    uint32_t s = slots_[h];
-    if (s == 0) return -1;
-    if (writes[s - 1].rec == r) return static_cast<int>(s - 1);
-  }
-}
-
 // ------------------------------------------------------------- locking
 
 uint64_t LockRecord(Record* r) {
@@ -168,11 +85,9 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
 // ------------------------------------------------------------- worker
 
 WorkerImpl::WorkerImpl(DatabaseImpl* db, WorkerId id) : db_(db), id_(id), slot_(&db->slot(id)) {
-  reads_.reserve(64);
-  writes_.reserve(32);
-  nodes_.reserve(16);
   hook_buf_.reserve(32);
   retired_.reserve(1024);
+  open_.reserve(4);
 }
 
 WorkerImpl::~WorkerImpl() {
@@ -186,23 +101,59 @@ WorkerImpl::~WorkerImpl() {
 }
 
 std::unique_ptr<Transaction> WorkerImpl::Begin() {
-  if (txn_open_) return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kRejected);
-  Enter(false);
-  txn_open_ = true;
+  if (__builtin_expect(open_.size() >= db_->options().limits.max_open_txns, 0)) {
+    return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kRejected);
+  }
   return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kReadWrite);
 }
 
 std::unique_ptr<Transaction> WorkerImpl::BeginReadOnly() {
-  if (txn_open_) return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kRejected);
-  Enter(true);
-  txn_open_ = true;
-  auto txn = std::make_unique<TxnImpl>(this, TxnImpl::Mode::kReadOnly);
-  return txn;
+  if (__builtin_expect(open_.size() >= db_->options().limits.max_open_txns, 0)) {
+    return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kRejected);
+  }
+  return std::make_unique<TxnImpl>(this, TxnImpl::Mode::kReadOnly);
 }
 
-void WorkerImpl::Enter(bool read_only) {
+TxnSets* WorkerImpl::OpenTxn(const void* txn, bool read_only, uint64_t* snap) {
+  const uint64_t key = EnterEpoch(read_only);
+  uint64_t s = kIdle;
+  if (read_only) s = RegisterSnapshot();
+  if (snap) *snap = s;
+  open_.push_back({txn, key, s});
+  if (free_sets_.empty()) {
+    sets_.push_back(std::make_unique<TxnSets>());
+    return sets_.back().get();
+  }
+  TxnSets* sets = free_sets_.back();
+  free_sets_.pop_back();
+  return sets;
+}
+
+void WorkerImpl::CloseTxn(const void* txn, TxnSets* sets) {
+  sets->Clear();
+  free_sets_.push_back(sets);
+  if (open_.size() == 1) {
+    // The common case. What this transaction published stays until the
+    // next Begin or Quiesce, as it did with one transaction per worker.
+    open_.clear();
+    return;
+  }
+  for (size_t i = 0; i < open_.size(); ++i) {
+    if (open_[i].txn == txn) {
+      open_[i] = open_.back();
+      open_.pop_back();
+      break;
+    }
+  }
+  RepublishOpen();
+}
+
+uint64_t WorkerImpl::EnterEpoch(bool read_only) {
   uint64_t e = db_->epoch_.load(std::memory_order_seq_cst);
-  uint64_t want = (e << 1) | (read_only ? 1 : 0);
+  const uint64_t key = (e << 1) | (read_only ? 1 : 0);
+  // With other transactions open the published epoch is theirs (older or
+  // equal) and stays; it stops being read-only if this one writes.
+  uint64_t want = open_.empty() ? key : (published_ & (read_only ? ~uint64_t{0} : ~uint64_t{1}));
   if (want != published_) {
     // seq_cst: the published epoch must be visible before this worker reads
     // anything it could keep a pointer to (the advancer reads it after
@@ -214,9 +165,15 @@ void WorkerImpl::Enter(bool read_only) {
     seen_epoch_ = e;
     Maintain();
   }
+  return key;
 }
 
 uint64_t WorkerImpl::RegisterSnapshot() {
+  for (const OpenTxnEntry& o : open_) {
+    // Another open read-only transaction keeps an older (or equal)
+    // snapshot published, which protects the versions of any newer one.
+    if (o.snap != kIdle) return db_->snap_epoch_.load(std::memory_order_seq_cst);
+  }
   for (;;) {
     uint64_t s = db_->snap_epoch_.load(std::memory_order_seq_cst);
     if (s == published_snap_) return s;
@@ -228,8 +185,29 @@ uint64_t WorkerImpl::RegisterSnapshot() {
   }
 }
 
+void WorkerImpl::RepublishOpen() {
+  // Raising what is published to the oldest still-open transaction is
+  // safe: each of them is at least that new.
+  uint64_t epoch = kIdle, snap = kIdle;
+  uint64_t read_only = 1;
+  for (const OpenTxnEntry& o : open_) {
+    epoch = std::min(epoch, o.key >> 1);
+    read_only &= o.key & 1;
+    snap = std::min(snap, o.snap);
+  }
+  const uint64_t want = (epoch << 1) | read_only;
+  if (want != published_) {
+    slot_->local.store(want, std::memory_order_seq_cst);
+    published_ = want;
+  }
+  if (snap != kIdle && snap != published_snap_) {
+    slot_->snap.store(snap, std::memory_order_seq_cst);
+    published_snap_ = snap;
+  }
+}
+
 void WorkerImpl::Quiesce() {
-  if (txn_open_) return;
+  if (!open_.empty()) return;
   // Publish an epoch while reclaiming (the absent-queue pass reads the index).
   uint64_t e = db_->epoch_.load(std::memory_order_seq_cst);
   slot_->local.store((e << 1) | 1, std::memory_order_seq_cst);
@@ -262,7 +240,7 @@ void WorkerImpl::Maintain() {
   }
   if (!absent_.empty()) ProcessAbsent();
   // A stale snapshot registration would hold back trimming.
-  if (published_snap_ != kIdle && !txn_open_) {
+  if (published_snap_ != kIdle && open_.empty()) {
     slot_->snap.store(kIdle, std::memory_order_seq_cst);
     published_snap_ = kIdle;
   }

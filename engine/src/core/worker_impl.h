@@ -1,7 +1,8 @@
-// WorkerImpl: the per-thread context. Holds the state of the one open
-// transaction (read, write and node sets, value arena, reused between
-// transactions so the hot path does not allocate), the epoch it published,
-// and its share of reclamation (retired objects, absent records to unlink).
+// WorkerImpl: the per-thread context. Holds a pool of transaction sets
+// (read, write and node sets, value arena, reused between transactions so
+// the hot path does not allocate), its open transactions and the epochs it
+// published for them, and its share of reclamation (retired objects, absent
+// records to unlink).
 #pragma once
 
 #include <cstdint>
@@ -13,59 +14,9 @@
 #include <vector>
 
 #include "database_impl.h"
+#include "txn_sets.h"
 
 namespace rolis::core {
-
-struct ReadEntry {
-  Record* rec;
-  uint64_t word;  // TID word observed (never locked)
-};
-
-enum class WriteKind : uint8_t { kPut, kDelete };
-
-struct WriteEntry {
-  Record* rec;
-  TableImpl* table;
-  const char* val;  // in the worker's arena
-  uint32_t len;
-  WriteKind kind;
-  bool created;  // this transaction inserted the placeholder record
-};
-
-struct NodeEntry {
-  Leaf* leaf;
-  uint64_t version;
-};
-
-// Bump allocator for the values of a transaction's writes; reset per
-// transaction, blocks kept.
-class Arena {
- public:
-  const char* Copy(std::string_view s);
-  void Reset();
-
- private:
-  static constexpr size_t kBlock = 64 * 1024;
-  std::vector<std::unique_ptr<char[]>> blocks_;
-  size_t block_ = 0, used_ = 0;
-  std::vector<std::unique_ptr<char[]>> big_;
-};
-
-// Open-addressing index Record* -> write-set position, used once a write set
-// outgrows a linear search.
-class WriteIndex {
- public:
-  static constexpr size_t kLinearLimit = 16;
-  void Clear();
-  void Add(const Record* r, uint32_t pos, const std::vector<WriteEntry>& writes);
-  int Find(const Record* r, const std::vector<WriteEntry>& writes) const;  // -1 if absent
-
- private:
-  void Rebuild(const std::vector<WriteEntry>& writes);
-  std::vector<uint32_t> slots_;  // pos + 1, 0 = empty
-  size_t used_ = 0;
-  bool built_ = false;
-};
 
 class WorkerImpl final : public Worker {
  public:
@@ -80,23 +31,28 @@ class WorkerImpl final : public Worker {
   // ---- internal ----
   DatabaseImpl* db() const { return db_; }
   WorkerSlot& slot() const { return *slot_; }
-  // Publishes the current epoch for a transaction (or replay) about to run;
-  // does this worker's reclamation when the epoch has moved.
-  void Enter(bool read_only);
-  // Registers and returns a snapshot epoch for a read-only transaction.
-  uint64_t RegisterSnapshot();
+  // Publishes the current epoch for a replicated write about to be
+  // applied (no transaction open); does this worker's reclamation when the
+  // epoch has moved.
+  void Enter(bool read_only) { (void)EnterEpoch(read_only); }
   void Retire(void* p, RetiredKind kind, uint64_t epoch);
   // Queues r (locked by the caller, absent) for unlinking, once.
   void QueueAbsentLocked(TableImpl* t, Record* r);
   Status ApplyReplicated(TableImpl* t, const WriteRecord& write, uint64_t order_epoch, uint64_t order_ts);
 
-  // Transaction state.
-  bool txn_open_ = false;
-  std::vector<ReadEntry> reads_;
-  std::vector<WriteEntry> writes_;
-  std::vector<NodeEntry> nodes_;
-  WriteIndex windex_;
-  Arena arena_;
+  // Open transactions. A Worker may have several open at once (a server
+  // interleaves interactive transactions on one worker); each has its own
+  // sets. The worker publishes, for the epoch advancer, the oldest epoch
+  // any of them began in (read-only only if all are), and for snapshot
+  // trimming the oldest snapshot any of them reads. `txn` only identifies
+  // the transaction. Returns its sets; *snap gets its snapshot epoch when
+  // read-only.
+  TxnSets* OpenTxn(const void* txn, bool read_only, uint64_t* snap);
+  void CloseTxn(const void* txn, TxnSets* sets);
+  bool has_open_txn() const { return !open_.empty(); }
+  size_t open_txns() const { return open_.size(); }
+
+  // Scratch shared by this worker's transactions (used within one call).
   std::vector<WriteRecord> hook_buf_;
   std::deque<std::string> scan_bufs_;  // one per nesting level of Scan
   int scan_depth_ = 0;
@@ -107,6 +63,24 @@ class WorkerImpl final : public Worker {
   void ProcessAbsent();
   // True when the entry is finished with (unlinked, or nothing to do).
   bool TryUnlinkAbsent(AbsentEntry& a, uint64_t min_snap);
+
+  // Publishes the epoch for a transaction beginning now and returns its
+  // key (epoch << 1 | read_only), keeping an older epoch that another open
+  // transaction still needs.
+  uint64_t EnterEpoch(bool read_only);
+  // Registers and returns a snapshot epoch for a read-only transaction.
+  uint64_t RegisterSnapshot();
+  // Re-publishes for the transactions still open after one closed.
+  void RepublishOpen();
+
+  struct OpenTxnEntry {
+    const void* txn;
+    uint64_t key;   // epoch << 1 | read_only
+    uint64_t snap;  // snapshot epoch, kIdle when read-write
+  };
+  std::vector<OpenTxnEntry> open_;
+  std::vector<std::unique_ptr<TxnSets>> sets_;  // owns every TxnSets of this worker
+  std::vector<TxnSets*> free_sets_;
 
   DatabaseImpl* db_;
   WorkerId id_;

@@ -90,7 +90,6 @@ char* AppendUint(char* p, uint64_t v) {
 
 // Per-thread buffers: nothing here is allocated per transaction.
 struct Tpcc::Thread : ThreadState {
-  std::string buf;  // Get buffer
   uint32_t home_w = 1;
   uint64_t history_seq = 0;
   std::vector<uint32_t> delivery_hint;  // per district: no new_order row below this o_id
@@ -363,7 +362,6 @@ Status Tpcc::LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader) {
 
 void Tpcc::InitThread(WorkerContext& ctx) {
   auto st = std::make_unique<Thread>();
-  st->buf.reserve(1024);
   st->home_w = HomeWarehouse(ctx);
   st->delivery_hint.assign(config_.districts_per_warehouse + 1, 0);
   ctx.state = std::move(st);
@@ -387,10 +385,11 @@ namespace {
 // Reads a row; a missing row or a row of the wrong size is reported with
 // `missing` (kNotFound is passed through as is).
 template <class Row>
-Status GetRow(Transaction& txn, Table* table, std::string_view key, std::string* buf, Row* row) {
-  Status s = txn.Get(table, key, buf);
+Status GetRow(Transaction& txn, Table* table, std::string_view key, Row* row) {
+  std::string_view value;
+  Status s = txn.GetView(table, key, &value);  // no copy into a string: straight into the row
   if (!s.ok()) return s;
-  if (!DecodeRow(*buf, row)) return Status::Internal("tpcc: row of unexpected size");
+  if (!DecodeRow(value, row)) return Status::Internal("tpcc: row of unexpected size");
   return Status::OK();
 }
 
@@ -432,18 +431,18 @@ TxnOutcome Tpcc::NewOrderTxn(WorkerContext& ctx) {
   return RunTxn(ctx, kNewOrder, /*read_only=*/false, [&](Transaction& txn, bool* roll_back) -> Status {
     Warehouse wh;
     auto wk = WarehouseKey(w);
-    Status s = GetRow(txn, tables_.warehouse, wk.view(), &st.buf, &wh);
+    Status s = GetRow(txn, tables_.warehouse, wk.view(), &wh);
     if (!s.ok()) return NotFoundIsConflict(std::move(s));
     District di;
     auto dk = DistrictKey(w, d);
-    s = GetRow(txn, tables_.district, dk.view(), &st.buf, &di);
+    s = GetRow(txn, tables_.district, dk.view(), &di);
     if (!s.ok()) return NotFoundIsConflict(std::move(s));
     const uint32_t o = static_cast<uint32_t>(di.next_o_id);
     di.next_o_id++;
     s = txn.Put(tables_.district, dk.view(), RowBytes(di));
     if (!s.ok()) return s;
     auto ck = CustomerKey(w, d, c);
-    s = GetRow(txn, tables_.customer, ck.view(), &st.buf, &st.customer);
+    s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
     if (!s.ok()) return NotFoundIsConflict(std::move(s));
 
     // The order id comes from a district row read in this transaction; if it
@@ -476,14 +475,14 @@ TxnOutcome Tpcc::NewOrderTxn(WorkerContext& ctx) {
       const Line& line = lines[i];
       Item item;
       auto ik = ItemKey(line.i_id);
-      s = GetRow(txn, tables_.item, ik.view(), &st.buf, &item);
+      s = GetRow(txn, tables_.item, ik.view(), &item);
       if (s.IsNotFound()) {
         *roll_back = true;  // "Item number is not valid": the application rolls back
         return Status::OK();
       }
       if (!s.ok()) return s;
       auto sk = StockKey(line.supply_w, line.i_id);
-      s = GetRow(txn, tables_.stock, sk.view(), &st.buf, &st.stock);
+      s = GetRow(txn, tables_.stock, sk.view(), &st.stock);
       if (!s.ok()) return NotFoundIsConflict(std::move(s));
       Stock& stock = st.stock;
       const int32_t qty = static_cast<int32_t>(line.quantity);
@@ -557,14 +556,14 @@ TxnOutcome Tpcc::PaymentTxn(WorkerContext& ctx) {
   return RunTxn(ctx, kPayment, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
     Warehouse wh;
     auto wk = WarehouseKey(w);
-    Status s = GetRow(txn, tables_.warehouse, wk.view(), &st.buf, &wh);
+    Status s = GetRow(txn, tables_.warehouse, wk.view(), &wh);
     if (!s.ok()) return NotFoundIsConflict(std::move(s));
     wh.ytd += amount;
     s = txn.Put(tables_.warehouse, wk.view(), RowBytes(wh));
     if (!s.ok()) return s;
     District di;
     auto dk = DistrictKey(w, d);
-    s = GetRow(txn, tables_.district, dk.view(), &st.buf, &di);
+    s = GetRow(txn, tables_.district, dk.view(), &di);
     if (!s.ok()) return NotFoundIsConflict(std::move(s));
     di.ytd += amount;
     s = txn.Put(tables_.district, dk.view(), RowBytes(di));
@@ -576,7 +575,7 @@ TxnOutcome Tpcc::PaymentTxn(WorkerContext& ctx) {
       if (!s.ok()) return NotFoundIsConflict(std::move(s));
     }
     auto ck = CustomerKey(c_w, c_d, c);
-    s = GetRow(txn, tables_.customer, ck.view(), &st.buf, &st.customer);
+    s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
     if (!s.ok()) return NotFoundIsConflict(std::move(s));
     Customer& cu = st.customer;
     cu.balance -= amount;
@@ -641,7 +640,7 @@ TxnOutcome Tpcc::OrderStatusTxn(WorkerContext& ctx) {
       if (!s.ok()) return s;
     }
     auto ck = CustomerKey(w, d, c);
-    Status s = GetRow(txn, tables_.customer, ck.view(), &st.buf, &st.customer);
+    Status s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
     if (!s.ok()) return s;
 
     // The customer's latest order: first key of the (w, d, c) prefix (o inverted).
@@ -657,7 +656,7 @@ TxnOutcome Tpcc::OrderStatusTxn(WorkerContext& ctx) {
     if (o == 0) return Status::Internal("tpcc: customer without an order");
     Order ord;
     auto ok = OrderKey(w, d, o);
-    s = GetRow(txn, tables_.order, ok.view(), &st.buf, &ord);
+    s = GetRow(txn, tables_.order, ok.view(), &ord);
     if (!s.ok()) return s;
 
     auto lb = OrderLineKey(w, d, o, 0), le = OrderLineKey(w, d, o + 1, 0);
@@ -701,7 +700,7 @@ TxnOutcome Tpcc::DeliveryTxn(WorkerContext& ctx) {
 
       Order ord;
       auto ok = OrderKey(w, d, o);
-      s = GetRow(txn, tables_.order, ok.view(), &st.buf, &ord);
+      s = GetRow(txn, tables_.order, ok.view(), &ord);
       if (!s.ok()) return NotFoundIsConflict(std::move(s));
       ord.carrier_id = carrier;
       s = txn.Put(tables_.order, ok.view(), RowBytes(ord));
@@ -728,7 +727,7 @@ TxnOutcome Tpcc::DeliveryTxn(WorkerContext& ctx) {
       }
 
       auto ck = CustomerKey(w, d, static_cast<uint32_t>(ord.c_id));
-      s = GetRow(txn, tables_.customer, ck.view(), &st.buf, &st.customer);
+      s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
       if (!s.ok()) return NotFoundIsConflict(std::move(s));
       st.customer.balance += sum;
       st.customer.delivery_cnt++;
@@ -757,7 +756,7 @@ TxnOutcome Tpcc::StockLevelTxn(WorkerContext& ctx) {
   return RunTxn(ctx, kStockLevel, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
     District di;
     auto dk = DistrictKey(w, d);
-    Status s = GetRow(txn, tables_.district, dk.view(), &st.buf, &di);
+    Status s = GetRow(txn, tables_.district, dk.view(), &di);
     if (!s.ok()) return s;
     const uint32_t next = static_cast<uint32_t>(di.next_o_id);
     const uint32_t first = next > kStockLevelOrders ? next - kStockLevelOrders : 0;
@@ -777,7 +776,7 @@ TxnOutcome Tpcc::StockLevelTxn(WorkerContext& ctx) {
     uint32_t low = 0;
     for (size_t i = 0; i < distinct; ++i) {
       auto sk = StockKey(w, st.items[i]);
-      s = GetRow(txn, tables_.stock, sk.view(), &st.buf, &st.stock);
+      s = GetRow(txn, tables_.stock, sk.view(), &st.stock);
       if (!s.ok()) return s;
       if (st.stock.quantity < threshold) ++low;
     }

@@ -11,9 +11,7 @@ namespace {
 
 constexpr std::string_view kTypeNames[] = {"ReadOnly", "ReadModifyWrite"};
 
-struct YcsbThread : ThreadState {
-  std::string value;  // Get buffer, reused
-};
+struct YcsbThread : ThreadState {};
 
 }  // namespace
 
@@ -61,9 +59,7 @@ Status Ycsbpp::Load(Database* db, uint32_t threads) {
 }
 
 void Ycsbpp::InitThread(WorkerContext& ctx) {
-  auto st = std::make_unique<YcsbThread>();
-  st->value.reserve(64);
-  ctx.state = std::move(st);
+  ctx.state = std::make_unique<YcsbThread>();
 }
 
 TxnOutcome Ycsbpp::RunOne(WorkerContext& ctx) {
@@ -71,13 +67,13 @@ TxnOutcome Ycsbpp::RunOne(WorkerContext& ctx) {
 }
 
 TxnOutcome Ycsbpp::ReadOnly(WorkerContext& ctx) {
-  auto& st = static_cast<YcsbThread&>(*ctx.state);
   uint64_t records[kMaxOps];
   const uint32_t ops = PickRecords(ctx.rng, records);
   return RunTxn(ctx, kYcsbReadOnly, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
     char key[8];
+    std::string_view value;
     for (uint32_t i = 0; i < ops; ++i) {
-      Status s = txn.Get(table_, YcsbKey(records[i], key), &st.value);
+      Status s = txn.GetView(table_, YcsbKey(records[i], key), &value);
       if (!s.ok()) return s;
     }
     return Status::OK();
@@ -85,17 +81,17 @@ TxnOutcome Ycsbpp::ReadOnly(WorkerContext& ctx) {
 }
 
 TxnOutcome Ycsbpp::ReadModifyWrite(WorkerContext& ctx) {
-  auto& st = static_cast<YcsbThread&>(*ctx.state);
   uint64_t records[kMaxOps];
   const uint32_t ops = PickRecords(ctx.rng, records);
   return RunTxn(ctx, kYcsbReadModifyWrite, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
     char key[8];
     uint64_t values[kMaxOps];
+    std::string_view value;
     for (uint32_t i = 0; i < ops; ++i) {
-      Status s = txn.Get(table_, YcsbKey(records[i], key), &st.value);
+      Status s = txn.GetView(table_, YcsbKey(records[i], key), &value);
       if (!s.ok()) return s;
       values[i] = 0;
-      std::memcpy(&values[i], st.value.data(), std::min<size_t>(st.value.size(), 8));
+      std::memcpy(&values[i], value.data(), std::min<size_t>(value.size(), 8));
     }
     for (uint32_t i = 0; i < ops; ++i) {
       uint64_t v = values[i] + 1;  // the new value depends on the old one

@@ -153,21 +153,49 @@ TEST_F(MisuseTest, WriteSetAndReadSetBeyondLimitAreResourceExhausted) {
   ExpectUnchanged();
 }
 
-TEST_F(MisuseTest, SecondOpenTransactionOnAWorkerIsRejectedWithoutHarmingTheFirst) {
-  auto first = w_->Begin();
-  ASSERT_TRUE(first->Put(t_, "k", "first").ok());
-  auto second = w_->Begin();
+TEST_F(MisuseTest, OpenTransactionsPastMaxOpenTxnsAreResourceExhaustedWithoutHarmingTheOthers) {
+  Options o;
+  o.epoch_period_ms = 2;
+  o.limits.max_open_txns = 2;
+  auto db = Database::Open(o);
+  Table* t = testing::MakeTable(db.get(), "t");
+  auto w = db->RegisterWorker();
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", "v").ok());
+  testing::WaitForSnapshot(db.get(), w.get());
+  auto first = w->Begin();
+  ASSERT_TRUE(first->Put(t, "k", "first").ok());
+  auto second = w->BeginReadOnly();
+  auto third = w->Begin();
   std::string v;
-  EXPECT_EQ(second->Get(t_, "k", &v).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(second->Put(t_, "k", "x").code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(second->Commit().code(), StatusCode::kFailedPrecondition);
-  auto third = w_->BeginReadOnly();
-  EXPECT_EQ(third->Get(t_, "k", &v).code(), StatusCode::kFailedPrecondition);
-  second.reset();
+  Status s = third->Get(t, "k", &v);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(s.message().find("max_open_txns=2"), std::string::npos) << s.ToString();
+  EXPECT_EQ(third->Put(t, "k", "x").code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(third->Commit().code(), StatusCode::kResourceExhausted);
+  auto fourth = w->BeginReadOnly();
+  std::string_view view;
+  EXPECT_EQ(fourth->GetView(t, "k", &view).code(), StatusCode::kResourceExhausted);
   third.reset();
-  ASSERT_TRUE(first->Get(t_, "k", &v).ok());
+  fourth.reset();
+  ASSERT_TRUE(second->Get(t, "k", &v).ok());
+  EXPECT_EQ(v, "v") << "the snapshot does not see an uncommitted write";
+  ASSERT_TRUE(second->Commit().ok());
+  ASSERT_TRUE(first->Get(t, "k", &v).ok());
   EXPECT_EQ(v, "first");
   first->Abort();
+  auto after = w->Begin();  // a closed transaction frees its place
+  ASSERT_TRUE(after->Get(t, "k", &v).ok());
+  EXPECT_EQ(v, "v");
+  EXPECT_TRUE(after->Commit().ok());
+}
+
+TEST_F(MisuseTest, GetViewOnAFinishedTransactionOrWithoutOutputFails) {
+  auto txn = w_->Begin();
+  EXPECT_EQ(txn->GetView(t_, "k", nullptr).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(txn->Commit().ok());
+  std::string_view view = "stale";
+  EXPECT_EQ(txn->GetView(t_, "k", &view).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(view.empty());
   ExpectUnchanged();
 }
 

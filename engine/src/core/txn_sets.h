@@ -1,0 +1,155 @@
+// The per-transaction working state of read-write transactions: read set,
+// write set, node set (scanned and absent-key leaves), the values written,
+// and a small cache of the keys the transaction already resolved to
+// records. A Worker pools these and hands one to each open transaction, so
+// the vectors keep their capacity and the hot path does not allocate.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "btree.h"
+
+namespace rolis::core {
+
+class TableImpl;
+
+struct ReadEntry {
+  Record* rec;
+  uint64_t word;  // TID word observed (never locked)
+};
+
+enum class WriteKind : uint8_t { kPut, kDelete };
+
+struct WriteEntry {
+  Record* rec;
+  TableImpl* table;
+  const char* val;  // in the transaction's arena
+  uint32_t len;
+  WriteKind kind;
+  bool created;  // this transaction inserted the placeholder record
+};
+
+struct NodeEntry {
+  Leaf* leaf;
+  uint64_t version;
+};
+
+// Bump allocator for the values of a transaction's writes (and for values
+// read through GetView); reset per transaction, blocks kept.
+class Arena {
+ public:
+  const char* Copy(std::string_view s) {
+    if (s.empty()) return "";
+    if (__builtin_expect(s.size() <= kBlock / 4 && !blocks_.empty() && used_ + s.size() <= kBlock, 1)) {
+      char* p = blocks_[block_].get() + used_;
+      std::memcpy(p, s.data(), s.size());
+      used_ += (s.size() + 7) & ~size_t{7};
+      return p;
+    }
+    return CopySlow(s);
+  }
+  void Reset();
+
+ private:
+  const char* CopySlow(std::string_view s);
+  static constexpr size_t kBlock = 64 * 1024;
+  std::vector<std::unique_ptr<char[]>> blocks_;
+  size_t block_ = 0, used_ = 0;
+  std::vector<std::unique_ptr<char[]>> big_;
+};
+
+// Open-addressing index Record* -> write-set position, used once a write set
+// outgrows a linear search.
+class WriteIndex {
+ public:
+  static constexpr size_t kLinearLimit = 16;
+  void Clear() {
+    if (built_) ClearSlots();
+  }
+  void Add(const Record* r, uint32_t pos, const std::vector<WriteEntry>& writes) {
+    if (writes.size() > kLinearLimit) AddSlow(r, pos, writes);
+  }
+  int Find(const Record* r, const std::vector<WriteEntry>& writes) const;  // -1 if absent
+
+ private:
+  void ClearSlots();
+  void AddSlow(const Record* r, uint32_t pos, const std::vector<WriteEntry>& writes);
+  void Rebuild(const std::vector<WriteEntry>& writes);
+  std::vector<uint32_t> slots_;  // pos + 1, 0 = empty
+  size_t used_ = 0;
+  bool built_ = false;
+};
+
+// Keys this transaction resolved to records, so that a read-modify-write
+// (Get then Put of one key) finds its record without descending the index
+// again. Direct-mapped on a hash of (table, first 16 key bytes, length): one
+// probe per lookup, no clearing between transactions (entries carry the
+// transaction's generation). A miss is only a lost shortcut.
+class RecentKeys {
+ public:
+  // Forgets every entry (a new transaction).
+  void NewGeneration() {
+    if (__builtin_expect(++gen_ == 0, 0)) {
+      std::memset(static_cast<void*>(slots_), 0, sizeof slots_);
+      gen_ = 1;
+    }
+  }
+  Record* Find(uint32_t table, const KeyRef& k) const {
+    const Slot& e = slots_[SlotOf(table, k)];
+    if (e.gen != gen_ || e.s0 != k.s0 || e.s1 != k.s1 || e.len != k.len || e.table != table) return nullptr;
+    if (k.len > kInlineKeyBytes &&
+        std::memcmp(e.rec->key_data() + kInlineKeyBytes, k.data + kInlineKeyBytes, k.len - kInlineKeyBytes) != 0) {
+      return nullptr;
+    }
+    return e.rec;
+  }
+  void Remember(uint32_t table, const KeyRef& k, Record* r) {
+    slots_[SlotOf(table, k)] = {k.s0, k.s1, k.len, table, gen_, r};
+  }
+
+ private:
+  static constexpr uint32_t kSlots = 32;
+  static uint32_t SlotOf(uint32_t table, const KeyRef& k) {
+    uint64_t h = (k.s0 ^ (k.s1 * 0x9e3779b97f4a7c15ull) ^ (uint64_t{table} << 40) ^ k.len) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<uint32_t>(h >> 59);  // top 5 bits: kSlots = 32
+  }
+  struct Slot {
+    uint64_t s0, s1;
+    uint32_t len;
+    uint32_t table;
+    uint32_t gen;
+    Record* rec;
+  };
+  Slot slots_[kSlots] = {};
+  uint32_t gen_ = 1;
+};
+
+struct TxnSets {
+  TxnSets() {
+    reads.reserve(64);
+    writes.reserve(32);
+    nodes.reserve(16);
+  }
+  // Empties everything for the next transaction (capacity kept).
+  void Clear() {
+    reads.clear();
+    writes.clear();
+    nodes.clear();
+    windex.Clear();
+    arena.Reset();
+    recent.NewGeneration();
+  }
+
+  std::vector<ReadEntry> reads;
+  std::vector<WriteEntry> writes;
+  std::vector<NodeEntry> nodes;
+  WriteIndex windex;
+  Arena arena;
+  RecentKeys recent;
+};
+
+}  // namespace rolis::core
