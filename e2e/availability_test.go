@@ -76,15 +76,29 @@ func (a *availability) report() (n, failed int, longest time.Duration) {
 	return len(a.probes), failed, longest
 }
 
-// firstFailureAfter is when the first probe sent after t was sent that
-// failed; false if none did.
-func (a *availability) firstFailureAfter(t time.Time) (time.Time, bool) {
+// recoveredAfter is when the first successful probe answered after the
+// longest run of failed probes sent after t; false if no probe sent after t
+// failed, or none succeeded after the run.
+func (a *availability) recoveredAfter(t time.Time) (time.Time, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	var best time.Duration
+	var end time.Time
+	var runStart time.Time
 	for _, p := range a.probes {
-		if !p.ok && p.call.After(t) {
-			return p.call, true
+		if p.call.Before(t) {
+			continue
 		}
+		if !p.ok {
+			if runStart.IsZero() {
+				runStart = p.call
+			}
+			continue
+		}
+		if !runStart.IsZero() && p.at.Sub(runStart) > best {
+			best, end = p.at.Sub(runStart), p.at
+		}
+		runStart = time.Time{}
 	}
-	return time.Time{}, false
+	return end, !end.IsZero()
 }

@@ -22,27 +22,27 @@ func (d *database) loseLeader(what string, fault func(pod string)) string {
 	elected := time.Since(lost)
 	d.writesFlowing(E.FailoverBound)
 	gap := d.failoverGap(lost)
-	GinkgoWriter.Printf("%s %s: %s leads epoch %d after %v; failover gap (fault to first acknowledged write) %v\n",
+	GinkgoWriter.Printf("%s %s: %s leads epoch %d after %v; failover gap (fault to writes served again) %v\n",
 		what, old, c.Status.Leader, c.Status.Epoch, elected.Round(time.Millisecond), gap.Round(time.Millisecond))
 	AddReportEntry("failover gap", gap.Round(time.Millisecond).String())
 	AddReportEntry("new leader after", elected.Round(time.Millisecond).String())
 	return old
 }
 
-// failoverGap measures, after a fault at lost, the time until the first
-// acknowledged write issued once the cluster had stopped acknowledging: the
-// first failed availability probe marks that moment (a leader that shuts
-// down gracefully still answers for a moment after the fault). With no
-// failed probe it is the time to the first write acknowledged after lost.
+// failoverGap measures the outage after a fault at lost: until the first
+// successful availability probe after the longest run of failed probes
+// (a leader that shuts down gracefully still answers for a moment after the
+// fault, so the first acknowledgement after the fault would say little).
+// With no failed probe it is the time to the first write acknowledged after
+// lost.
 func (d *database) failoverGap(lost time.Time) time.Duration {
 	GinkgoHelper()
-	from := lost
-	if f, ok := d.avail.firstFailureAfter(lost); ok {
-		from = f
+	if end, ok := d.avail.recoveredAfter(lost); ok {
+		return end.Sub(lost)
 	}
-	gap, ok := d.w.FirstAckAfter(from)
+	gap, ok := d.w.FirstAckAfter(lost)
 	Expect(ok).To(BeTrue(), "no write acknowledged after the fault")
-	return from.Sub(lost) + gap
+	return gap
 }
 
 // loadedSample is the sample cluster of a new namespace with the workload
