@@ -284,6 +284,9 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	case o.pipeline > 0:
 		mode = "pipelined"
 	}
+	if mode != "batched" {
+		o.batch = 0 // reported as such
+	}
 	if o.conns <= 0 {
 		if mode == "unary" {
 			o.conns = min(o.concurrency, 4)

@@ -202,17 +202,10 @@ func (p *BatchPipeline) receive() {
 			if e.done == nil {
 				continue // not ours (a server bug); nothing waits for it
 			}
-			switch {
-			case r.GetErrorCode() != 0:
-				ee := newError("ExecuteBatchStream", codeOf(r.GetErrorCode()), r.GetErrorMessage(), nil)
-				if ee.Leader != "" {
-					_ = p.c.SetTarget(ee.Leader)
-				}
-				e.done(e.i, nil, ee)
-			case r.GetConditionFailed():
-				e.done(e.i, r, ErrConditionFailed)
-			default:
-				e.done(e.i, r, nil)
+			if err := p.c.streamOutcome("ExecuteBatchStream", r); err != nil && !errors.Is(err, ErrConditionFailed) {
+				e.done(e.i, nil, err)
+			} else {
+				e.done(e.i, r, err)
 			}
 		}
 	}

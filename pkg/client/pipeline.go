@@ -193,19 +193,29 @@ func (p *Pipeline) receive() {
 			continue // not ours (a server bug); nothing waits for it
 		}
 		<-p.window
-		switch {
-		case resp.GetErrorCode() != 0:
-			e := newError("ExecuteStream", codeOf(resp.GetErrorCode()), resp.GetErrorMessage(), nil)
-			if e.Leader != "" {
-				_ = p.c.SetTarget(e.Leader)
-			}
-			done(nil, e)
-		case resp.GetConditionFailed():
-			done(resp, ErrConditionFailed)
-		default:
-			done(resp, nil)
+		if err := p.c.streamOutcome("ExecuteStream", resp); err != nil && !errors.Is(err, ErrConditionFailed) {
+			done(nil, err)
+		} else {
+			done(resp, err)
 		}
 	}
+}
+
+// streamOutcome is the error of a streamed response: its error_code as an
+// *Error (a not-leader one moves the client's target to the leader),
+// ErrConditionFailed, or nil.
+func (c *Client) streamOutcome(op string, r *rolisv1.ExecuteResponse) error {
+	switch {
+	case r.GetErrorCode() != 0:
+		e := newError(op, codeOf(r.GetErrorCode()), r.GetErrorMessage(), nil)
+		if e.Leader != "" {
+			_ = c.SetTarget(e.Leader)
+		}
+		return e
+	case r.GetConditionFailed():
+		return ErrConditionFailed
+	}
+	return nil
 }
 
 func (p *Pipeline) failAll(err error) {
