@@ -1,5 +1,7 @@
 #include "wire.h"
 
+#include "membership.h"
+
 namespace rolis::replication::wire {
 
 void ToWire(LogKey k, v1::LogKey* out) {
@@ -239,8 +241,9 @@ bool FromWire(const v1::ControlRequest& r, ControlMsg* out, std::string* error) 
     *error = "control accept or learn without a value";
     return false;
   }
-  if (out->value && out->value->record.epoch <= out->instance && out->kind == ControlMsg::Kind::kAccept) {
-    *error = "control value of an epoch not above its instance";
+  // The instance after record r decides a record newer than r.
+  if (out->value && InstanceAfter(out->value.get()) <= out->instance && out->kind == ControlMsg::Kind::kAccept) {
+    *error = "control value not newer than the record its instance follows";
     return false;
   }
   return true;
