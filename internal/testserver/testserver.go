@@ -60,6 +60,12 @@ type Options struct {
 	ProbeTLS *tls.Config
 	// NoWait starts the processes without waiting for them to be ready.
 	NoWait bool
+	// Initial, if set (1 ≤ Initial < Members), makes a cluster that will
+	// grow by membership changes: members 1..Initial start with --peers
+	// listing only them; members above it are not started by Start (start
+	// them with Restart) and their --peers list every member (the
+	// membership they are added to, themselves included).
+	Initial int
 }
 
 // Cluster is a set of rolisd processes started by Start.
@@ -197,6 +203,9 @@ func start(tb testing.TB, opts Options) (*Cluster, error) {
 			return nil, err
 		}
 		for _, m := range c.Members {
+			if c.spare(m.ID) {
+				continue
+			}
 			if err = m.launch(); err != nil {
 				break
 			}
@@ -258,7 +267,11 @@ func (c *Cluster) assign() error {
 	for _, m := range c.Members {
 		m.args = []string{"--listen=" + m.ClientAddr, "--admin-listen=" + m.AdminAddr, "--metrics-listen=" + m.MetricsAddr}
 		if replicated {
-			m.args = append(m.args, fmt.Sprintf("--id=%d", m.ID), "--peers="+strings.Join(peers, ","))
+			p := peers
+			if c.opts.Initial > 0 && !c.spare(m.ID) {
+				p = peers[:c.opts.Initial]
+			}
+			m.args = append(m.args, fmt.Sprintf("--id=%d", m.ID), "--peers="+strings.Join(p, ","))
 		}
 		m.args = append(m.args, c.opts.Args...)
 		if c.opts.MemberArgs != nil {
@@ -267,6 +280,9 @@ func (c *Cluster) assign() error {
 	}
 	return nil
 }
+
+// spare reports whether member id is left for a membership change (Initial).
+func (c *Cluster) spare(id int) bool { return c.opts.Initial > 0 && id > c.opts.Initial }
 
 // Member returns the member with the given id (1-based).
 func (c *Cluster) Member(id int) *Member { return c.Members[id-1] }
@@ -299,6 +315,12 @@ func (c *Cluster) WaitReady(timeout time.Duration) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(c.Members))
 	for i, m := range c.Members {
+		m.mu.Lock()
+		started := m.cmd != nil
+		m.mu.Unlock()
+		if !started {
+			continue // a spare not started yet (Initial)
+		}
 		wg.Add(1)
 		go func() { defer wg.Done(); errs[i] = m.WaitReady(ctx) }()
 	}

@@ -41,6 +41,9 @@ type cluster struct {
 type clusterOptions struct {
 	members int
 	args    []string
+	// initial < members: only members 1..initial start (a cluster of them);
+	// the others are started later and added by membership changes.
+	initial int
 }
 
 func startCluster(t testing.TB, o clusterOptions) *cluster {
@@ -55,6 +58,7 @@ func startCluster(t testing.TB, o clusterOptions) *cluster {
 		"--shutdown-grace=1s", "--txn-idle-timeout=2s"}, o.args...)
 	c := testserver.Start(t, testserver.Options{
 		Members: o.members,
+		Initial: o.initial,
 		Args:    args,
 		MemberArgs: func(id int) []string {
 			return []string{"--test-drop-peers-file=" + filepath.Join(dir, fmt.Sprintf("drop-%d", id))}
