@@ -27,7 +27,7 @@ build: engine manifests operator go-build
 engine-test: engine
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 600 -j2
 
-test: engine-test operator-test go-test replication-test
+test: engine-test operator-test go-test replication-test e2e
 
 # The main job: build everything and run it.
 main: build
