@@ -176,18 +176,12 @@ void ExecuteBatchReactor::OnDone() {
 }
 
 void ExecuteBatchReactor::WriteNextLocked() {
-  if (writing_now_ || finished_ || broken_) return;
-  grpc::WriteOptions options;
-  if (building_->responses_size() == 0) {
-    // The last reply was held back for one that did not come (the batch
-    // executing then had nothing to answer at once): an empty reply flushes it.
-    if (!hinted_ || executing_ > 0) return;
-  } else {
-    std::swap(building_, writing_);
-    // Another batch is executing and will be answered at once: let gRPC hold
-    // this reply so that both leave in one syscall.
-    if (executing_ > 0) options.set_buffer_hint();
-  }
+  // No buffer hint on these writes: a hinted write may complete only when
+  // something else flushes the connection, and with one write outstanding at
+  // a time nothing else would (the client waits for the held replies; that
+  // stalled the stream under load).
+  if (writing_now_ || finished_ || broken_ || building_->responses_size() == 0) return;
+  std::swap(building_, writing_);
   writing_count_ = static_cast<uint32_t>(writing_->responses_size());
   bool own = false;
   write_buf_.Clear();  // the encoder wants an empty buffer
@@ -200,8 +194,7 @@ void ExecuteBatchReactor::WriteNextLocked() {
     return;
   }
   writing_now_ = true;
-  hinted_ = executing_ > 0;
-  StartWrite(&write_buf_, options);
+  StartWrite(&write_buf_);
 }
 
 void ExecuteBatchReactor::MaybeReadLocked() {

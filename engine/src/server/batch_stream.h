@@ -76,7 +76,6 @@ class ExecuteBatchReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
   uint32_t executing_ = 0;  // batches in Run()
   bool reading_ = false;
   bool writing_now_ = false;
-  bool hinted_ = false;  // the last write asked gRPC to hold it (buffer hint)
   bool reads_done_ = false;
   bool malformed_ = false;  // a message could not be decoded
   bool draining_ = false;

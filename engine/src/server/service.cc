@@ -119,7 +119,6 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       req = std::move(request_);
       request_ = TakeRequestLocked();
       inflight_++;
-      executing_++;
       MaybeReadLocked();
     }
     Run(std::move(req));
@@ -154,10 +153,8 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
   }
 
   // Delivers the response of one request (from Run or a watermark waiter).
-  // `executed`: it comes straight from Run (not from a watermark waiter).
-  void Complete(ResponsePtr resp, bool executed) {
+  void Complete(ResponsePtr resp) {
     std::lock_guard<std::mutex> g(mu_);
-    if (executed) executing_--;
     if (broken_) {
       inflight_--;
       RecycleLocked(std::move(resp));
@@ -183,7 +180,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       m->CountRequest(Method::kExecuteStream, resp_->error_code());
       m->AddInflight(-1);
       r_->service_->AckWaitDone();
-      r_->Complete(std::move(resp_), false);
+      r_->Complete(std::move(resp_));
       delete this;
     }
 
@@ -216,10 +213,6 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
       SetStreamError(resp.get(), st);
       NoteStatus(Method::kExecuteStream, st);
     } else if (cc.commit_ts != 0 && !service_->replicator_->WatermarkCovers(cc.commit_ts)) {
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        executing_--;  // waiting for the watermark is not executing
-      }
       auto* w = new Waiter(this, std::move(resp), start);
       if (service_->replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
       return;  // the waiter completes it
@@ -227,7 +220,7 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
     m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start);
     m->CountRequest(Method::kExecuteStream, st.error_code());
     m->AddInflight(-1);
-    Complete(std::move(resp), true);
+    Complete(std::move(resp));
   }
 
   RequestPtr TakeRequestLocked() {
@@ -252,13 +245,10 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
   void WriteNextLocked() {
     if (writing_ || queue_.empty() || finished_) return;
     writing_ = true;
-    grpc::WriteOptions options;
-    // Another response will follow at once (one is queued behind this one,
-    // or a request is executing right now): let gRPC buffer this one and
-    // send them together, one syscall for several responses. Not when the
-    // only others wait for the watermark, which may take a while.
-    if (queue_.size() > 1 || executing_ > 0) options.set_buffer_hint();
-    StartWrite(queue_.front().get(), options);
+    // No buffer hint: a hinted write may complete only when something else
+    // flushes the connection, and the next write waits for that completion
+    // (see batch_stream.cc).
+    StartWrite(queue_.front().get());
   }
 
   void MaybeReadLocked() {
@@ -293,7 +283,6 @@ class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteReq
   std::vector<RequestPtr> free_requests_;
   std::vector<ResponsePtr> free_responses_;
   uint32_t inflight_ = 0;                 // read and not yet written
-  uint32_t executing_ = 0;                // read and running in Run()
   bool reading_ = false;
   bool writing_ = false;
   bool reads_done_ = false;
