@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 )
 
@@ -53,7 +55,8 @@ type batchEntry struct {
 func (c *Client) NewBatchPipeline(ctx context.Context, opts PipelineOptions) (*BatchPipeline, error) {
 	opts = opts.withDefaults()
 	ep := c.target.Load()
-	stream, cancel, err := openStream(ctx, "ExecuteBatchStream", ep, rolisv1.RolisClient.ExecuteBatchStream)
+	stream, cancel, err := openStream(ctx, "ExecuteBatchStream", ep, rolisv1.RolisClient.ExecuteBatchStream,
+		grpc.ForceCodecV2(newBatchCodec()))
 	if err != nil {
 		return nil, err
 	}

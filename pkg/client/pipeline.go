@@ -27,9 +27,9 @@ func (o PipelineOptions) withDefaults() PipelineOptions {
 // openStream opens a stream of ep (on one of its connections) whose life
 // ctx bounds; cancel ends it.
 func openStream[S any](ctx context.Context, op string, ep *endpoint,
-	open func(rolisv1.RolisClient, context.Context, ...grpc.CallOption) (S, error)) (S, context.CancelFunc, error) {
+	open func(rolisv1.RolisClient, context.Context, ...grpc.CallOption) (S, error), opts ...grpc.CallOption) (S, context.CancelFunc, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	stream, err := open(ep.rolis[ep.pick()], sctx)
+	stream, err := open(ep.rolis[ep.pick()], sctx, opts...)
 	if err != nil {
 		cancel()
 		return stream, nil, wrapErr(op, err, nil)
