@@ -33,6 +33,7 @@ import (
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -116,6 +117,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			// Larger windows than the defaults keep a pipelined stream busy.
 			grpc.WithInitialWindowSize(4 << 20),
 			grpc.WithInitialConnWindowSize(16 << 20),
+			grpc.WithConnectParams(reconnectParams),
 		},
 	}
 	if cfg.KeepaliveTime > 0 {
@@ -135,6 +137,17 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// reconnectParams: after a failed connection attempt gRPC waits before the
+// next one, and calls fail at once (UNAVAILABLE) until then. Its default
+// (1 s, growing by 1.6 up to 2 minutes) kept a client that reaches the
+// leader through a Service failing for 5-15 s after a failover had long
+// moved the Service to the new leader. A connection is one address, so
+// retrying it every 100 ms at first and at most every second is cheap.
+var reconnectParams = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+	MinConnectTimeout: 5 * time.Second,
 }
 
 func waitReady(ctx context.Context, cc *grpc.ClientConn) error {

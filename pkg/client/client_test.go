@@ -332,3 +332,52 @@ func TestPipelineMatchesOutOfOrderResponsesBySeq(t *testing.T) {
 		t.Fatal("execute after close succeeded")
 	}
 }
+
+// One endpoint (a Service address) whose server was down for a while and is
+// back: the next call must reach it within about a second. gRPC's default
+// reconnect backoff (1 s growing by 1.6) would wait until ~9 s here, which
+// is how a client kept failing long after a failover had moved the Service.
+func TestSingleEndpointReconnectsWithinASecondOfTheServerComingBack(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	c := newClient(t, Config{Endpoints: []string{addr}})
+	down := time.Now()
+	for time.Since(down) < 6*time.Second { // failed attempts grow the backoff
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		if err := c.Put(ctx, []byte("k"), []byte("v")); err == nil {
+			t.Fatal("a call succeeded with no server")
+		}
+		cancel()
+		time.Sleep(100 * time.Millisecond)
+	}
+	lis, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the port was taken meanwhile: %v", err)
+	}
+	s := grpc.NewServer()
+	rolisv1.RegisterRolisServer(s, &fake{addr: addr})
+	go s.Serve(lis) //nolint:errcheck
+	t.Cleanup(s.Stop)
+	up := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Put(ctx, []byte("k"), []byte("v"))
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Since(up) > 5*time.Second {
+			t.Fatalf("no call reached the server 5 s after it came back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Within the 1 s cap (plus jitter and a loaded machine's slack); the
+	// default backoff's next attempt would come 2-4 s after `up`.
+	if gap := time.Since(up); gap > 2*time.Second {
+		t.Fatalf("reconnected %v after the server came back; want about 1 s at most", gap)
+	}
+}
