@@ -23,6 +23,8 @@ type database struct {
 	fw       *forwards
 	w        *ledger.Workload
 	avail    *availability
+	// failovers measured by loseLeader, in order.
+	failovers []failover
 }
 
 // createSample applies config/samples in a new namespace, waits until the

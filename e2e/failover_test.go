@@ -7,10 +7,16 @@ import (
 	. "github.com/onsi/gomega"
 )
 
+// failover is what one leader loss measured.
+type failover struct {
+	elected time.Duration // fault to a new leader in the status
+	gap     time.Duration // fault to writes served again (failoverGap)
+}
+
 // loseLeader runs fault against the leader under load and checks that a new
 // leader of a newer epoch is reported within the failover bound and that
 // writes resume; it prints the failover gap (fault to first acknowledged
-// write) and returns the old leader's pod.
+// write), keeps it in d.failovers and returns the old leader's pod.
 func (d *database) loseLeader(what string, fault func(pod string)) string {
 	GinkgoHelper()
 	c := d.cluster()
@@ -26,6 +32,7 @@ func (d *database) loseLeader(what string, fault func(pod string)) string {
 		what, old, c.Status.Leader, c.Status.Epoch, elected.Round(time.Millisecond), gap.Round(time.Millisecond))
 	AddReportEntry("failover gap", gap.Round(time.Millisecond).String())
 	AddReportEntry("new leader after", elected.Round(time.Millisecond).String())
+	d.failovers = append(d.failovers, failover{elected: elected, gap: gap})
 	return old
 }
 
@@ -55,10 +62,9 @@ func loadedSample(prefix string, seed uint64) *database {
 	return d
 }
 
-// rejoinAndVerify waits until the pod runs again under a new uid (uid ""
-// when only its container restarted) and the cluster is Ready, then runs the
-// ledger checks.
-func (d *database) rejoinAndVerify(pod, uid string) {
+// rejoin waits until the pod runs again under a new uid (uid "" when only
+// its container restarted) and the cluster is Ready.
+func (d *database) rejoin(pod, uid string) {
 	GinkgoHelper()
 	By("letting " + pod + " come back and catch up")
 	if uid != "" {
@@ -69,6 +75,12 @@ func (d *database) rejoinAndVerify(pod, uid string) {
 	}
 	waitReady(d.ns, d.name, 3*time.Minute)
 	time.Sleep(2 * time.Second)
+}
+
+// rejoinAndVerify is rejoin, then the ledger checks.
+func (d *database) rejoinAndVerify(pod, uid string) {
+	GinkgoHelper()
+	d.rejoin(pod, uid)
 	d.verify()
 }
 

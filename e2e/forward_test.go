@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 // client then tries the next configured endpoint.
 type forwards struct {
 	ns     string
+	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	addrs  map[string][2]string // pod -> local client and admin address
@@ -28,6 +31,7 @@ type forwards struct {
 
 	mu      sync.Mutex
 	current map[string]context.CancelFunc // stops the running kubectl of a pod
+	stopPod map[string]context.CancelFunc // stops forwarding to a pod for good
 }
 
 // freePort asks the kernel for a free loopback port.
@@ -46,25 +50,81 @@ func freePort() int {
 func forward(ns string, pods []string) *forwards {
 	GinkgoHelper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &forwards{ns: ns, cancel: cancel, addrs: map[string][2]string{}, pods: pods, current: map[string]context.CancelFunc{}}
-	for _, p := range pods {
-		cp, ap := freePort(), freePort()
-		f.addrs[p] = [2]string{fmt.Sprintf("127.0.0.1:%d", cp), fmt.Sprintf("127.0.0.1:%d", ap)}
-		f.wg.Add(1)
-		go f.keep(ctx, p, fmt.Sprintf("%d:%d", cp, specs.ClientPort), fmt.Sprintf("%d:%d", ap, specs.AdminPort))
-	}
+	f := &forwards{ns: ns, ctx: ctx, cancel: cancel, addrs: map[string][2]string{}, current: map[string]context.CancelFunc{},
+		stopPod: map[string]context.CancelFunc{}}
 	DeferCleanup(f.stop)
-	f.waitListening(time.Minute)
+	f.wg.Add(1)
+	go f.followReplacements()
+	f.add(pods...)
 	return f
 }
 
-// waitListening waits until every local port accepts connections (kubectl
-// takes seconds to start on a loaded machine).
-func (f *forwards) waitListening(limit time.Duration) {
+// followReplacements starts a pod's port-forward again when the pod was
+// replaced (another uid under the same name): kubectl does not always
+// notice that its pod is gone, and chaos scenarios replace pods all the time.
+func (f *forwards) followReplacements() {
+	defer f.wg.Done()
+	uids := map[string]string{}
+	for f.ctx.Err() == nil {
+		out, err := kubectl(20*time.Second, "-n", f.ns, "get", "pods", "-o",
+			`jsonpath={range .items[*]}{.metadata.name} {.metadata.uid}{"\n"}{end}`)
+		if err == nil {
+			for _, line := range strings.Split(out, "\n") {
+				pod, uid, ok := strings.Cut(line, " ")
+				if !ok {
+					continue
+				}
+				if old, seen := uids[pod]; seen && old != uid {
+					f.mu.Lock()
+					if c := f.current[pod]; c != nil {
+						c()
+					}
+					f.mu.Unlock()
+				}
+				uids[pod] = uid
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// remove stops the port-forward of a pod that left (scaled down).
+func (f *forwards) remove(pod string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := f.stopPod[pod]; c != nil {
+		c()
+	}
+	f.pods = slices.DeleteFunc(f.pods, func(p string) bool { return p == pod })
+}
+
+// add starts the port-forwards of more pods (members added by scaling).
+func (f *forwards) add(pods ...string) {
+	GinkgoHelper()
+	for _, p := range pods {
+		cp, ap := freePort(), freePort()
+		ctx, cancel := context.WithCancel(f.ctx)
+		f.mu.Lock()
+		f.addrs[p] = [2]string{fmt.Sprintf("127.0.0.1:%d", cp), fmt.Sprintf("127.0.0.1:%d", ap)}
+		f.pods = append(f.pods, p)
+		f.stopPod[p] = cancel
+		f.mu.Unlock()
+		f.wg.Add(1)
+		go f.keep(ctx, p, fmt.Sprintf("%d:%d", cp, specs.ClientPort), fmt.Sprintf("%d:%d", ap, specs.AdminPort))
+	}
+	f.waitListening(pods, time.Minute)
+}
+
+// waitListening waits until every local port of pods accepts connections
+// (kubectl takes seconds to start on a loaded machine).
+func (f *forwards) waitListening(pods []string, limit time.Duration) {
 	GinkgoHelper()
 	deadline := time.Now().Add(limit)
-	for _, p := range f.pods {
-		for _, a := range f.addrs[p] {
+	for _, p := range pods {
+		for _, a := range f.addr(p) {
 			for {
 				c, err := net.DialTimeout("tcp", a, time.Second)
 				if err == nil {
@@ -108,7 +168,7 @@ func (f *forwards) restart(pod string) {
 	}
 	f.mu.Unlock()
 	time.Sleep(300 * time.Millisecond)
-	f.waitListening(time.Minute)
+	f.waitListening([]string{pod}, time.Minute)
 }
 
 func (f *forwards) stop() {
@@ -118,6 +178,8 @@ func (f *forwards) stop() {
 
 // endpoints are the local client addresses of every member, in pod order.
 func (f *forwards) endpoints() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	out := make([]string, 0, len(f.pods))
 	for _, p := range f.pods {
 		out = append(out, f.addrs[p][0])
@@ -125,6 +187,12 @@ func (f *forwards) endpoints() []string {
 	return out
 }
 
+func (f *forwards) addr(pod string) [2]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.addrs[pod]
+}
+
 // clientAddr and adminAddr are the local addresses of one pod's ports.
-func (f *forwards) clientAddr(pod string) string { return f.addrs[pod][0] }
-func (f *forwards) adminAddr(pod string) string  { return f.addrs[pod][1] }
+func (f *forwards) clientAddr(pod string) string { return f.addr(pod)[0] }
+func (f *forwards) adminAddr(pod string) string  { return f.addr(pod)[1] }
