@@ -137,3 +137,51 @@ func BenchmarkBatchReply(b *testing.B) {
 		})
 	}
 }
+
+func randomBatchRequest(r *rand.Rand) *rolisv1.ExecuteBatchRequest {
+	m := &rolisv1.ExecuteBatchRequest{}
+	for i := r.Intn(20); i > 0; i-- {
+		req := &rolisv1.ExecuteRequest{Seq: r.Uint64() >> r.Intn(64), MaxRetries: uint32(r.Intn(3))}
+		for j := r.Intn(6); j > 0; j-- {
+			op := &rolisv1.Op{Kind: rolisv1.Op_Kind(r.Intn(6)), Key: randomBytes(r, 30), Value: randomBytes(r, 300)}
+			if r.Intn(3) == 0 {
+				op.Table = "orders"
+				op.Expected = randomBytes(r, 10)
+				op.ExpectAbsent = r.Intn(2) == 0
+				op.EndKey = randomBytes(r, 10)
+				op.Limit = uint32(r.Intn(1000))
+			}
+			req.Ops = append(req.Ops, op)
+		}
+		m.Requests = append(m.Requests, req)
+	}
+	return m
+}
+
+// The codec encodes requests byte for byte as the standard codec does.
+func TestBatchCodecEncodesLikeTheStandardCodec(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	codec := newBatchCodec()
+	for i := 0; i < 500; i++ {
+		m := randomBatchRequest(r)
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := codec.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Materialize()) != string(want) {
+			t.Fatalf("case %d: encoded differently:\nwant % x\ngot  % x", i, want, got.Materialize())
+		}
+	}
+}
+
+// A table name that is not UTF-8 gets the standard encoder's error.
+func TestBatchCodecRefusesInvalidUTF8(t *testing.T) {
+	m := &rolisv1.ExecuteBatchRequest{Requests: []*rolisv1.ExecuteRequest{{Ops: []*rolisv1.Op{{Kind: rolisv1.Op_GET, Table: "\xff", Key: []byte("k")}}}}}
+	if _, err := newBatchCodec().Marshal(m); err == nil {
+		t.Fatal("a table name of invalid UTF-8 was encoded")
+	}
+}
