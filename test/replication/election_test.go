@@ -2,7 +2,6 @@ package replication_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -41,21 +40,8 @@ func TestBuiltinElectionReplacesAKilledLeader(t *testing.T) {
 	}
 	killed := time.Now()
 	next := waitLeader(t, cl, leader, 20*time.Second)
-	c := newClient(t, cl.clientAddrs())
-	for i := 0; ; i++ {
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-		err := c.Put(pctx, []byte(fmt.Sprintf("gap/%d", i)), []byte("1"))
-		pcancel()
-		if err == nil {
-			break
-		}
-		if i > 400 {
-			t.Fatalf("no write acknowledged after the election: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Logf("member %d killed; member %d elected itself; first acknowledged write %v after the kill", leader, next,
-		time.Since(killed))
+	gap := putUntilAcknowledged(t, newClient(t, cl.clientAddrs()), "gap", killed, 30*time.Second)
+	t.Logf("member %d killed; member %d elected itself; first acknowledged write %v after the kill", leader, next, gap)
 	time.Sleep(time.Second)
 	w.Stop()
 	t.Log(w.check(cl, next))

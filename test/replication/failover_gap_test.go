@@ -116,20 +116,7 @@ func measureGaps(t *testing.T, cl *cluster, runs int, leader uint32,
 			t.Fatal(err)
 		}
 		killed := time.Now()
-		var gap time.Duration
-		for i := 0; ; i++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			err := c.Put(ctx, []byte(fmt.Sprintf("gap/after/%d", run)), []byte("1"))
-			cancel()
-			if err == nil {
-				gap = time.Since(killed)
-				break
-			}
-			if time.Since(killed) > 30*time.Second {
-				t.Fatalf("run %d: no write acknowledged within 30 s of the kill: %v", run, err)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		gap := putUntilAcknowledged(t, c, fmt.Sprintf("gap/after/%d", run), killed, 30*time.Second)
 		close(stop)
 		<-done
 		gaps = append(gaps, gap)

@@ -65,21 +65,8 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 			killed := time.Now()
 			next, took := cl.failover(0, runningIDs(cl, leader)...)
 			t.Logf("member %d killed; member %d leads after %v", leader, next, took)
-			// The failover gap: until a write is acknowledged by the new leader.
-			c := newClient(t, cl.clientAddrs())
-			for i := 0; ; i++ {
-				pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-				err := c.Put(pctx, []byte(fmt.Sprintf("gap/%d", i)), []byte("1"))
-				pcancel()
-				if err == nil {
-					break
-				}
-				if i > 200 {
-					t.Fatalf("no write acknowledged after the failover: %v", err)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			t.Logf("failover gap (kill to first acknowledged write): %v", time.Since(killed))
+			gap := putUntilAcknowledged(t, newClient(t, cl.clientAddrs()), "gap", killed, 30*time.Second)
+			t.Logf("failover gap (kill to first acknowledged write): %v", gap)
 			time.Sleep(1500 * time.Millisecond)
 			w.Stop()
 			if err := cl.member(int(leader)).Restart(30 * time.Second); err != nil {
