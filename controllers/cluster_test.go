@@ -8,6 +8,7 @@ package controllers
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -82,7 +83,7 @@ var _ = Describe("Creating a RolisCluster", func() {
 		Expect(got.Spec.WorkerThreads).To(Equal(int32(2)))
 		Expect(got.Spec.BatchSize).To(Equal(int32(100)))
 		Expect(got.Spec.BatchTimeout.Duration.String()).To(Equal("1ms"))
-		Expect(got.Spec.Failover.Timeout.Duration.String()).To(Equal("5s"))
+		Expect(got.Spec.Failover.Timeout.Duration.String()).To(Equal("3s"))
 		Expect(got.Spec.Storage.Size.String()).To(Equal("1Gi"))
 
 		Eventually(condition(ctx, c, dbv1.ConditionAvailable)).Should(HavePrefix("False/NoLeader"))
@@ -103,7 +104,7 @@ var _ = Describe("Creating a RolisCluster", func() {
 		before := sts.Spec.Template.Annotations[specs.AnnotationConfigHash]
 
 		Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) {
-			c.Spec.WorkerThreads = 4
+			c.Spec.BatchTimeout = &metav1.Duration{Duration: 2 * time.Millisecond}
 			c.Spec.BatchSize = 500
 		})).To(Succeed())
 
@@ -111,12 +112,12 @@ var _ = Describe("Creating a RolisCluster", func() {
 			Expect(k8s.Get(ctx, byKey(ns, "db"), sts)).To(Succeed())
 			return sts.Spec.Template.Annotations[specs.AnnotationConfigHash]
 		}).ShouldNot(Equal(before))
-		Expect(sts.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--worker-threads=4"))
-		Expect(sts.Spec.Template.Spec.Containers[0].Env).To(ContainElement(corev1.EnvVar{Name: specs.EnvBatchSize, Value: "500"}))
+		Expect(sts.Spec.Template.Spec.Containers[0].Env).To(ContainElements(corev1.EnvVar{Name: specs.EnvBatchSize, Value: "500"},
+			corev1.EnvVar{Name: specs.EnvBatchTimeout, Value: "2ms"}))
 		Expect(sts.Spec.UpdateStrategy.Type).To(Equal(appsv1.OnDeleteStatefulSetStrategyType), "pods restart only when the operator deletes them")
 		cm := &corev1.ConfigMap{}
 		Expect(k8s.Get(ctx, byKey(ns, "db-config"), cm)).To(Succeed())
-		Expect(cm.Data).To(HaveKeyWithValue(specs.KeyWorkerThreads, "4"))
+		Expect(cm.Data).To(HaveKeyWithValue(specs.KeyBatchTimeout, "2ms"))
 	})
 
 	It("puts back an owned object that someone changed, and leaves the replica count to the membership step", func() {

@@ -97,10 +97,13 @@ func startPod(ctx context.Context, c *dbv1.RolisCluster, id int32, revision stri
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "rolisd", Image: c.Spec.Image}}},
 	}
 	ExpectWithOffset(2, k8s.Create(ctx, pod)).To(Succeed())
+	// A merge patch, not an update: the operator may label the new pod
+	// before the kubelet (the test) reports it running.
+	created := pod.DeepCopy()
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", Conditions: []corev1.PodCondition{
 		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
 	}}
-	ExpectWithOffset(2, k8s.Status().Update(ctx, pod)).To(Succeed())
+	ExpectWithOffset(2, k8s.Status().Patch(ctx, pod, client.MergeFrom(created))).To(Succeed())
 }
 
 func podRoles(ctx context.Context, c *dbv1.RolisCluster) func() map[string]string {

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
@@ -63,6 +64,29 @@ var _ = Describe("Leadership", func() {
 			c.Spec.Failover.Timeout = &metav1.Duration{Duration: 2 * time.Second}
 			Expect(k8s.Create(ctx, c)).To(Succeed())
 			startPods(ctx, c, []int32{1, 2, 3}, "rev1", addrOf)
+		})
+
+		// The kubelet's word is a fact: the process that led is gone, even
+		// if something still answers at its address (here the fake, which
+		// would keep the timeout path from ever firing).
+		It("fails over at once when the kubelet reports the leader's container terminated, without waiting failover.timeout", func() {
+			Eventually(condition(ctx, c, dbv1.ConditionReady)).Should(HavePrefix("True/"))
+			Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) {
+				c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Minute}
+			})).To(Succeed())
+			old := epochRecord(ctx, ns)()
+			p := &corev1.Pod{}
+			Expect(k8s.Get(ctx, byKey(ns, specs.PodName(c, int32(old.GetLeaderId()))), p)).To(Succeed())
+			before := p.DeepCopy()
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: specs.ContainerRun, RestartCount: 1,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137}}}}
+			Expect(k8s.Status().Patch(ctx, p, client.MergeFrom(before))).To(Succeed())
+
+			Eventually(func() uint64 { return epochRecord(ctx, ns)().GetEpoch() }, "20s").Should(BeNumerically(">", old.GetEpoch()),
+				"failed over long before the 10 min failover.timeout")
+			Expect(epochRecord(ctx, ns)().GetLeaderId()).NotTo(Equal(old.GetLeaderId()))
+			Expect(eventNotes(ctx, c, ReasonLeaderGone)).To(ContainElement(And(ContainSubstring(p.Name), ContainSubstring("exit code 137"))))
+			Expect(eventReasons(ctx, c)()).NotTo(ContainElement(ReasonLeaderUnhealthy))
 		})
 
 		It("waits for a majority before promoting anyone", func() {

@@ -258,13 +258,13 @@ func TestAFailedPromotionBacksOffExponentially(t *testing.T) {
 	_, _ = e.reconcile(t) // within the backoff: no attempt
 	g.Expect(d[1].calls["PrepareFailover"]).To(Equal(1))
 
-	for i, wait := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
+	for i, wait := range []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second} {
 		now = now.Add(wait)
 		_, _ = e.reconcile(t)
 		g.Expect(d[1].calls["PrepareFailover"]).To(Equal(i+2), "attempt after %s", wait)
 	}
 	mem := e.r.memoryOf(client.ObjectKeyFromObject(e.db))
-	g.Expect(mem.promotion.notBefore.Sub(now)).To(Equal(40*time.Second), "5s, 10s, 20s, 40s...")
+	g.Expect(mem.promotion.notBefore.Sub(now)).To(Equal(24*time.Second), "3s (the default failover.timeout), 6s, 12s, 24s...")
 }
 
 func TestScalingWithoutAMembershipFromTheLeaderSaysWhy(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
@@ -72,6 +73,8 @@ type Reconciler struct {
 
 	mu     sync.Mutex
 	memory map[types.NamespacedName]*memory
+	// beats watch the serving leaders between reconciles (nil in unit tests).
+	beats *heartbeat
 }
 
 // memory is what the operator keeps between reconciles of one cluster. It is
@@ -80,6 +83,11 @@ type Reconciler struct {
 type memory struct {
 	// leaderUnhealthySince is when the decided leader was first seen unhealthy.
 	leaderUnhealthySince time.Time
+	// leaderGone is set once the event saying the leader is gone was made.
+	leaderGone bool
+	// serving is the leader's process as last seen serving: a new container
+	// or a smaller uptime means it restarted and cannot lead its epoch.
+	serving incarnation
 	// promotion holds back the next promotion attempt after a failed one.
 	promotion backoff
 	// membership holds back the next membership change after a failed one.
@@ -88,6 +96,13 @@ type memory struct {
 	// waits until its replacement (another UID) is ready and answers, even
 	// if the informer cache still shows the deleted pod as ready.
 	restarting *restartingPod
+}
+
+type incarnation struct {
+	id        int32
+	epoch     uint64
+	container string
+	uptime    uint64
 }
 
 type restartingPod struct {
@@ -136,6 +151,7 @@ func (r *Reconciler) memoryOf(key types.NamespacedName) *memory {
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {
+	r.beats.forget(key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.memory, key)
@@ -223,8 +239,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// probeInterval is how often a cluster is probed without any event: often
-// enough to notice a dead leader well within the failover timeout.
+// probeInterval is how often a cluster is probed without any event (the
+// heartbeat watches the leader much more often, and pod events come at
+// once).
 func probeInterval(c *dbv1.RolisCluster) time.Duration {
 	d := c.FailoverTimeout() / 3
 	return max(time.Second, min(d, 10*time.Second))
@@ -236,8 +253,9 @@ func isTransient(err error) bool {
 
 // SetupWithManager registers the controller. Status writes do not trigger
 // reconciles (GenerationChanged), so a status that keeps changing cannot
-// make the controller spin; pods are watched because their readiness and
-// deletion drive leadership and rollouts.
+// make the controller spin; pods are watched because their deletion, their
+// containers' state and their readiness drive leadership and rollouts; the
+// heartbeat asks for a reconcile when the leader stops answering.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Timeouts == (leadership.Timeouts{}) {
 		r.Timeouts = leadership.DefaultTimeouts()
@@ -245,7 +263,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Options.ClusterDomain == "" {
 		r.Options = specs.DefaultOptions()
 	}
+	r.beats = newHeartbeat(r.Dialer, r.Timeouts.Probe, r.now)
+	if err := mgr.Add(r.beats); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
+		WatchesRawSource(source.Channel(r.beats.events, &handler.EnqueueRequestForObject{})).
 		For(&dbv1.RolisCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.StatefulSet{}).

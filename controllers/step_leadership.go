@@ -29,6 +29,8 @@ const (
 	ReasonNoLeader            = "NoLeader"
 	ReasonLeaderOpening       = "LeaderOpening"
 	ReasonLeaderUnhealthy     = "LeaderUnhealthy"
+	ReasonLeaderGone          = "LeaderGone"
+	ReasonLeaderLeaving       = "LeaderLeaving"
 	ReasonElecting            = "Electing"
 	ReasonPromoting           = "Promoting"
 	ReasonPromoted            = "Promoted"
@@ -82,9 +84,18 @@ func (r *Reconciler) event(c *dbv1.RolisCluster, kind, reason, action, format st
 //     pod only and that every member knows the decision.
 //   - The decided leader promised but did not open (the operator stopped
 //     mid-promotion): finish with OpenEpoch of the same record.
-//   - The decided leader is unhealthy: wait failover.timeout from the first
-//     time it was seen so (a blip is not a failover), then promote the most
-//     advanced member to a new epoch.
+//   - The decided leader is gone (its pod is deleted or being deleted, the
+//     kubelet reports its container stopped or restarted, nothing listens
+//     on its admin port): promote at once; with a pod being deleted this
+//     is a planned switchover while the old process runs out its shutdown
+//     grace. Waiting cannot bring that process back.
+//   - The decided leader is unhealthy otherwise (it does not answer, or
+//     answers but does not lead): wait failover.timeout from the first
+//     time it was seen so (a blip or a pause is not a failover), then
+//     promote the most advanced member to a new epoch.
+//
+// Either way the promotion is the whole protocol, so a leader wrongly
+// taken for dead is fenced by the new epoch, never trusted to stop.
 func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
 	stored, err := r.epochStore(c).Load(ctx)
@@ -104,8 +115,11 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 
 	switch s.assessment.State {
 	case leadership.Serving:
-		s.mem.leaderUnhealthySince = time.Time{}
+		s.mem.leaderUnhealthySince, s.mem.leaderGone = time.Time{}, false
 		s.mem.promotion.reset()
+		s.mem.serving = incarnation{id: s.leaderID, epoch: rec.GetEpoch(),
+			container: s.assessment.Leader.Container, uptime: s.assessment.Leader.Status.GetUptimeSeconds()}
+		r.beats.watch(client.ObjectKeyFromObject(c), s.target(s.leaderID), rec.GetEpoch(), heartbeatInterval(c))
 		c.Status.Watermark = logKey(s.assessment.Leader.Status.GetWatermark())
 		if err := r.recordConfiguration(ctx, s); err != nil {
 			return proceed, err
@@ -148,8 +162,30 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 
 	default: // Unhealthy
 		now := r.now()
+		if why := restarted(s); why != "" && !s.assessment.Gone {
+			s.assessment.Gone, s.assessment.Reason = true, why
+		}
+		if s.assessment.Gone {
+			if !s.mem.leaderGone {
+				s.mem.leaderGone = true
+				reason, what := ReasonLeaderGone, "failing over now"
+				if s.assessment.Leaving {
+					reason, what = ReasonLeaderLeaving, "switching over now"
+				}
+				r.event(c, corev1.EventTypeWarning, reason, "Detect", "%s: %s, without waiting failover.timeout", s.assessment.Reason, what)
+			}
+			if s.mem.leaderUnhealthySince.IsZero() {
+				s.mem.leaderUnhealthySince = now
+			}
+			return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
+		}
 		if s.mem.leaderUnhealthySince.IsZero() {
+			// Counting from the first failed heartbeat is safe: it proves
+			// the leader was silent from then (heartbeat.failingSince).
 			s.mem.leaderUnhealthySince = now
+			if hb := r.beats.failingSince(client.ObjectKeyFromObject(c), s.leaderID, rec.GetEpoch()); !hb.IsZero() && hb.Before(now) {
+				s.mem.leaderUnhealthySince = hb
+			}
 			r.event(c, corev1.EventTypeWarning, ReasonLeaderUnhealthy, "Detect",
 				"%s; failing over if it does not recover within %s", s.assessment.Reason, c.FailoverTimeout())
 		}
@@ -157,10 +193,32 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		if waited < c.FailoverTimeout() {
 			s.failingOver = &finding{ReasonLeaderUnhealthy,
 				fmt.Sprintf("%s; failing over if it does not recover within %s", s.assessment.Reason, c.FailoverTimeout())}
-			return stopFor(c.FailoverTimeout() - waited), nil
+			// Look again soon: a leader that turns out gone (a refused
+			// connection, a pod event) is failed over at once, and one
+			// that recovers is seen serving again.
+			return stopFor(min(c.FailoverTimeout()-waited, heartbeatInterval(c))), nil
 		}
 		return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
 	}
+}
+
+// restarted says why the decided leader's process is not the one that led
+// its epoch ("" when nothing says so): the kubelet reports another
+// container, or the member answers with a smaller uptime. A restarted
+// rolisd starts as a member that catches up; it never leads the old epoch
+// again.
+func restarted(s *state) string {
+	l, was := s.assessment.Leader, s.mem.serving
+	if l == nil || was.id != l.ID || was.epoch != s.stored.Record.GetEpoch() {
+		return ""
+	}
+	switch {
+	case l.Container != "" && was.container != "" && l.Container != was.container:
+		return fmt.Sprintf("leader %s restarted (container %s, was %s)", l.Pod, l.Container, was.container)
+	case l.Reachable() && l.Status.GetUptimeSeconds() < was.uptime:
+		return fmt.Sprintf("leader %s restarted (up %d s, was up %d s)", l.Pod, l.Status.GetUptimeSeconds(), was.uptime)
+	}
+	return ""
 }
 
 // recordConfiguration keeps the stored record in step with membership
@@ -221,13 +279,13 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 			s.problem(ReasonNoQuorum, msg)
 		}
 		wait(ReasonNoQuorum, msg)
-		return stopFor(probeInterval(c)), nil
+		return stopFor(retryInterval(c, failover)), nil
 	}
 	cand, err := leadership.ChooseCandidate(s.members, exclude)
 	if err != nil {
 		s.problem(ReasonNoCandidate, err.Error())
 		wait(ReasonNoCandidate, err.Error())
-		return stopFor(probeInterval(c)), nil
+		return stopFor(retryInterval(c, failover)), nil
 	}
 
 	lease := &leadership.PromotionLease{
@@ -238,7 +296,7 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 	if err := lease.Acquire(ctx); err != nil {
 		if errors.Is(err, leadership.ErrLeaseHeld) {
 			wait(ReasonWaitingForLease, err.Error())
-			return stopFor(2 * time.Second), nil
+			return stopFor(retryInterval(c, true)), nil
 		}
 		return proceed, err
 	}
@@ -266,6 +324,7 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 
 	stored, err := r.driver(c).Promote(ctx, leadership.Promotion{
 		Candidate: s.target(cand.ID), Members: s.members, Targets: s.targets, From: s.stored, Epoch: epoch,
+		Opened: r.labelOnOpen(ctx, s, cand.ID),
 	})
 	if stored.Record != nil { // decided, even if the leader did not open yet
 		s.stored = stored
@@ -274,6 +333,9 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 		c.Status.Leader = specs.PodName(c, s.leaderID)
 	}
 	if err != nil {
+		if stored.Record != nil && leadership.StillOpening(err) {
+			return r.stillOpening(s, cand, err)
+		}
 		return r.promotionFailed(s, cand, err, wait)
 	}
 
@@ -283,6 +345,7 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 		return proceed, err
 	}
 	r.event(c, corev1.EventTypeNormal, ReasonPromoted, "Promote", "%s leads epoch %d", cand.Pod, stored.Record.GetEpoch())
+	r.beats.watch(client.ObjectKeyFromObject(c), s.target(cand.ID), stored.Record.GetEpoch(), heartbeatInterval(c))
 	s.failingOver = nil
 	s.progress = nil
 	s.assessment = leadership.Assessment{State: leadership.Serving, Leader: cand}
@@ -314,6 +377,19 @@ func (r *Reconciler) promotionFailed(s *state, cand *leadership.Member, err erro
 	return stopFor(backoff), nil
 }
 
+// stillOpening handles an OpenEpoch of a decided record that did not answer
+// "open" in time: the candidate goes on opening (its re-proposals are not on
+// a majority yet). That is not a failed promotion (no backoff): the record
+// is final, so the next pass asks the same member to open the same record
+// again, which waits for the opening (Opening, resume).
+func (r *Reconciler) stillOpening(s *state, m *leadership.Member, err error) (outcome, error) {
+	c := s.cluster
+	msg := fmt.Sprintf("%s is still opening epoch %d (%s); asking again", m.Pod, s.stored.Record.GetEpoch(), err.Error())
+	r.event(c, corev1.EventTypeNormal, ReasonLeaderOpening, "Open", "%s", msg)
+	s.failingOver = &finding{ReasonLeaderOpening, msg}
+	return stopFor(retryInterval(c, true)), nil
+}
+
 // resume finishes a decided promotion whose leader has not opened yet.
 func (r *Reconciler) resume(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
@@ -325,7 +401,10 @@ func (r *Reconciler) resume(ctx context.Context, s *state) (outcome, error) {
 		return stopFor(b.notBefore.Sub(now)), nil
 	}
 	r.event(c, corev1.EventTypeNormal, ReasonLeaderOpening, "Open", "%s", s.assessment.Reason)
-	if err := r.driver(c).Resume(ctx, s.target(leader.ID), s.targets, s.members, s.stored.Record); err != nil {
+	if err := r.driver(c).Resume(ctx, s.target(leader.ID), s.targets, s.members, s.stored.Record, r.labelOnOpen(ctx, s, leader.ID)); err != nil {
+		if leadership.StillOpening(err) {
+			return r.stillOpening(s, leader, err)
+		}
 		return r.promotionFailed(s, leader, err, func(reason, msg string) { s.failingOver = &finding{reason, msg} })
 	}
 	s.mem.promotion.reset()
@@ -335,6 +414,27 @@ func (r *Reconciler) resume(ctx context.Context, s *state) (outcome, error) {
 	r.event(c, corev1.EventTypeNormal, ReasonPromoted, "Open", "%s leads epoch %d", leader.Pod, s.stored.Record.GetEpoch())
 	s.failingOver = nil
 	return stopFor(time.Second), nil
+}
+
+// retryInterval is the delay before looking again at a promotion that
+// cannot start yet: short while a failover is in progress (every moment
+// counts and the heartbeat's pace is cheap), the probe pace otherwise.
+func retryInterval(c *dbv1.RolisCluster, failover bool) time.Duration {
+	if failover {
+		return heartbeatInterval(c)
+	}
+	return probeInterval(c)
+}
+
+// labelOnOpen moves the role=leader label as soon as the new leader is open,
+// before the announcements (the Service follows the label); a failure here
+// is retried by the caller's moveLeaderLabel.
+func (r *Reconciler) labelOnOpen(ctx context.Context, s *state, id int32) func() {
+	return func() {
+		if err := r.moveLeaderLabel(ctx, s, id); err != nil {
+			log.FromContext(ctx).V(1).Info("moving the leader label right after opening", "error", err.Error())
+		}
+	}
 }
 
 // moveLeaderLabel puts role=leader on the leader's pod and role=follower on

@@ -8,6 +8,9 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
@@ -34,6 +37,7 @@ func (r *Reconciler) probeMembers(ctx context.Context, s *state) (outcome, error
 		base[i].Deleting = !p.DeletionTimestamp.IsZero()
 		base[i].Ready = podReady(p)
 		base[i].Outdated = podOutdated(s.sts, p)
+		base[i].Stopped, base[i].Container = containerState(p)
 		if base[i].Ready {
 			ready++
 		}
@@ -55,4 +59,25 @@ func (r *Reconciler) probeMembers(ctx context.Context, s *state) (outcome, error
 		c.Status.Members = append(c.Status.Members, ms)
 	}
 	return proceed, nil
+}
+
+// containerState reads the kubelet's report of the rolisd container: why
+// it is not running ("" when it runs or nothing is reported yet) and the id
+// of the running container (a new id is a new process).
+func containerState(p *corev1.Pod) (stopped, id string) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != specs.ContainerRun {
+			continue
+		}
+		switch {
+		case cs.State.Terminated != nil:
+			t := cs.State.Terminated
+			return fmt.Sprintf("container %s terminated (%s, exit code %d)", cs.Name, t.Reason, t.ExitCode), ""
+		case cs.State.Waiting != nil:
+			return fmt.Sprintf("container %s is not running (waiting: %s)", cs.Name, cs.State.Waiting.Reason), ""
+		case cs.State.Running != nil:
+			return "", cs.ContainerID
+		}
+	}
+	return "", ""
 }

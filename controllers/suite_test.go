@@ -88,6 +88,9 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: envtestAssets(),
+		// envtest's 20 s is not enough for kube-apiserver on 2 shared
+		// cores under a load average of 30.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	// Debian's etcd is 3.4, which cannot report watch progress; the API
 	// server's watch cache then refuses watches with "Too large resource

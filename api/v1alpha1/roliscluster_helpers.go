@@ -16,7 +16,7 @@ const (
 	DefaultWorkerThreads   = 2
 	DefaultBatchSize       = 100
 	DefaultBatchTimeout    = time.Millisecond
-	DefaultFailoverTimeout = 5 * time.Second
+	DefaultFailoverTimeout = 3 * time.Second
 	DefaultScrapeInterval  = "30s"
 	DefaultStorageSize     = "1Gi"
 )

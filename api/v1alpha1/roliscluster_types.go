@@ -163,9 +163,12 @@ type MonitoringSpec struct {
 
 // FailoverSpec tunes failure detection.
 type FailoverSpec struct {
-	// Timeout is how long the leader may be unhealthy before the operator
-	// fails over to the most advanced replica. Between 1s and 10m.
-	// +kubebuilder:default="5s"
+	// Timeout is how long a leader that does not answer (or answers but
+	// does not lead) may stay so before the operator fails over to the most
+	// advanced replica. Between 1s and 10m. A leader known to be gone (its
+	// pod deleted or being deleted, its container stopped or restarted,
+	// nothing listening on its admin port) is failed over at once.
+	// +kubebuilder:default="3s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('10m')",message="failover.timeout must be between 1s and 10m"

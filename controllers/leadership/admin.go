@@ -165,6 +165,13 @@ func DefaultTimeouts() Timeouts {
 	return Timeouts{Probe: time.Second, Prepare: 10 * time.Second, Open: 10 * time.Second, Call: 3 * time.Second}
 }
 
+// connectParams reconnect quickly: gRPC's default backoff (1 s, growing
+// to 2 minutes) would leave the leader's heartbeat connection failing for
+// seconds after the member is back. A member is one address, so at most
+// one connection attempt per second per connection is cheap.
 func connectParams() grpc.ConnectParams {
-	return grpc.ConnectParams{Backoff: backoff.DefaultConfig, MinConnectTimeout: time.Second}
+	return grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+		MinConnectTimeout: time.Second,
+	}
 }

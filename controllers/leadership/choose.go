@@ -128,6 +128,17 @@ type Assessment struct {
 	State  LeaderState
 	Leader *Member // nil when NoLeader or the leader is not a known member
 	Reason string
+	// Gone (with Unhealthy) means the leader cannot serve its epoch again:
+	// its pod is gone or being deleted, the kubelet reports its container
+	// stopped, or nothing listens on its admin port. That is a fact, not a
+	// suspicion, so the operator promotes at once instead of waiting
+	// failover.timeout. A leader that merely does not answer (paused, cut
+	// off, overloaded) is never Gone.
+	Gone bool
+	// Leaving (with Gone) means the leader's pod is being deleted: its
+	// process may still run out its shutdown grace, so the promotion is a
+	// planned switchover.
+	Leaving bool
 }
 
 // AssessLeader looks at the member that leads the decided record.
@@ -148,11 +159,14 @@ func AssessLeader(members []Member, rec *rolisv1.EpochRecord) Assessment {
 	st := leader.Status
 	switch {
 	case !leader.PodExists:
-		a.Reason = fmt.Sprintf("leader %s has no pod", leader.Pod)
+		a.Reason, a.Gone = fmt.Sprintf("leader %s has no pod", leader.Pod), true
 	case leader.Deleting:
-		a.Reason = fmt.Sprintf("leader %s is being deleted", leader.Pod)
+		a.Reason, a.Gone, a.Leaving = fmt.Sprintf("leader %s is being deleted", leader.Pod), true, true
+	case leader.Stopped != "":
+		a.Reason, a.Gone = fmt.Sprintf("leader %s: %s", leader.Pod, leader.Stopped), true
 	case !leader.Reachable():
 		a.Reason = fmt.Sprintf("leader %s unreachable: %s", leader.Pod, ShortError(leader.Err))
+		a.Gone = Refused(leader.Err)
 	case !st.GetHealthy():
 		a.Reason = fmt.Sprintf("leader %s reports unhealthy", leader.Pod)
 	case st.GetRole() == rolisv1.Role_LEADER && st.GetEpoch() == rec.GetEpoch():

@@ -8,9 +8,14 @@ package leadership
 
 import (
 	"errors"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 )
@@ -97,17 +102,28 @@ func TestAssessLeader(t *testing.T) {
 		rec    *rolisv1.EpochRecord
 		want   LeaderState
 		reason string
+		// gone: a fact, fail over at once; leaving: a planned switchover.
+		gone, leaving bool
 	}{
-		{"no decided epoch means no leader", func(*Member) {}, &rolisv1.EpochRecord{}, NoLeader, "no epoch decided"},
-		{"leader open in the decided epoch serves", func(*Member) {}, rec, Serving, "leads epoch 4"},
-		{"unreachable leader is unhealthy", func(m *Member) { m.Status, m.Err = nil, errors.New("refused") }, rec, Unhealthy, "unreachable"},
-		{"leader reporting unhealthy is unhealthy", func(m *Member) { m.Status.Healthy = false }, rec, Unhealthy, "reports unhealthy"},
-		{"leader of an older epoch is unhealthy", func(m *Member) { m.Status.Epoch = 3 }, rec, Unhealthy, "decided epoch is 4"},
+		{"no decided epoch means no leader", func(*Member) {}, &rolisv1.EpochRecord{}, NoLeader, "no epoch decided", false, false},
+		{"leader open in the decided epoch serves", func(*Member) {}, rec, Serving, "leads epoch 4", false, false},
+		{"leader that does not answer is unhealthy, not gone (it may be paused)", func(m *Member) {
+			m.Status, m.Err = nil, status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+		}, rec, Unhealthy, "unreachable", false, false},
+		{"leader whose admin port refuses connections is gone", func(m *Member) {
+			m.Status, m.Err = nil, status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:7001: connect: connection refused"`)
+		}, rec, Unhealthy, "connection refused", true, false},
+		{"leader reporting unhealthy is unhealthy", func(m *Member) { m.Status.Healthy = false }, rec, Unhealthy, "reports unhealthy", false, false},
+		{"leader of an older epoch is unhealthy", func(m *Member) { m.Status.Epoch = 3 }, rec, Unhealthy, "decided epoch is 4", false, false},
 		{"candidate that promised the decided epoch is opening", func(m *Member) {
 			m.Status.Role, m.Status.PromisedEpoch, m.Status.Epoch = rolisv1.Role_CANDIDATE, 4, 3
-		}, rec, Opening, "has not opened"},
-		{"deleted pod is unhealthy", func(m *Member) { m.Deleting = true }, rec, Unhealthy, "being deleted"},
-		{"leader id outside the membership is unhealthy", func(*Member) {}, &rolisv1.EpochRecord{Epoch: 4, LeaderId: 7}, Unhealthy, "not a member"},
+		}, rec, Opening, "has not opened", false, false},
+		{"leader whose pod is being deleted is leaving (switch over now)", func(m *Member) { m.Deleting = true }, rec, Unhealthy, "being deleted", true, true},
+		{"leader without a pod is gone", func(m *Member) { m.PodExists = false }, rec, Unhealthy, "has no pod", true, false},
+		{"leader whose container the kubelet reports stopped is gone, even if something answers", func(m *Member) {
+			m.Stopped = "container rolisd terminated (Error, exit code 137)"
+		}, rec, Unhealthy, "exit code 137", true, false},
+		{"leader id outside the membership is unhealthy", func(*Member) {}, &rolisv1.EpochRecord{Epoch: 4, LeaderId: 7}, Unhealthy, "not a member", false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -119,8 +135,19 @@ func TestAssessLeader(t *testing.T) {
 			a := AssessLeader([]Member{member(0, 4, key(4, 1)), l}, tc.rec)
 			g.Expect(a.State).To(Equal(tc.want), a.Reason)
 			g.Expect(a.Reason).To(ContainSubstring(tc.reason))
+			g.Expect(a.Gone).To(Equal(tc.gone), "gone")
+			g.Expect(a.Leaving).To(Equal(tc.leaving), "leaving")
 		})
 	}
+}
+
+func TestRefusedIsOnlyANothingListensError(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Refused(nil)).To(BeFalse())
+	g.Expect(Refused(&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})).To(BeTrue())
+	g.Expect(Refused(status.Error(codes.Unavailable, "dial tcp 10.0.0.7:7001: connect: connection refused"))).To(BeTrue())
+	g.Expect(Refused(status.Error(codes.Unavailable, "dial tcp 10.0.0.7:7001: connect: no route to host"))).To(BeFalse())
+	g.Expect(Refused(status.Error(codes.DeadlineExceeded, "context deadline exceeded"))).To(BeFalse())
 }
 
 func TestNextEpochIsAboveEveryEpochAndPromiseSeen(t *testing.T) {
@@ -150,4 +177,14 @@ func TestMajority(t *testing.T) {
 	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 7: 4} {
 		g.Expect(Majority(n)).To(Equal(want), "n=%d", n)
 	}
+}
+
+func TestStillOpeningIsOnlyAnOpenThatDidNotAnswerInTime(t *testing.T) {
+	g := NewWithT(t)
+	open := func(err error) error { return &StepError{Step: StepOpen, Member: "db-2", Err: err} }
+	g.Expect(StillOpening(open(status.Error(codes.Unavailable, "the re-proposals of epoch 3 are not on a majority yet")))).To(BeTrue())
+	g.Expect(StillOpening(open(status.Error(codes.DeadlineExceeded, "context deadline exceeded")))).To(BeTrue())
+	g.Expect(StillOpening(open(status.Error(codes.Unavailable, "connect: connection refused")))).To(BeFalse(), "the candidate died")
+	g.Expect(StillOpening(open(status.Error(codes.FailedPrecondition, "OpenEpoch must follow")))).To(BeFalse())
+	g.Expect(StillOpening(&StepError{Step: StepPrepare, Err: status.Error(codes.Unavailable, "no majority")})).To(BeFalse())
 }

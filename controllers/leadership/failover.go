@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -92,6 +94,11 @@ type Promotion struct {
 	From Stored
 	// Epoch is the new epoch (NextEpoch of the probe and the record).
 	Epoch uint64
+	// Opened, when set, runs as soon as the candidate has opened, before
+	// the announcements: the controller moves the role=leader label there,
+	// so that the client Service follows the new leader without waiting
+	// for members that are slow to answer.
+	Opened func()
 }
 
 // Promote runs the protocol:
@@ -156,14 +163,31 @@ func (d *Driver) Promote(ctx context.Context, p Promotion) (Stored, error) {
 	if err := d.open(ctx, c, name, rec); err != nil {
 		return stored, err
 	}
-	d.Announce(ctx, p.Targets, p.Members, rec)
+	if p.Opened != nil {
+		p.Opened()
+	}
+	d.Announce(ctx, Answering(p.Targets, p.Members), p.Members, rec)
 	return stored, nil
+}
+
+// Answering keeps the targets whose member answered the last probe. A
+// member that did not (the old leader, a pod whose address is gone) could
+// hold an announcement for a whole call timeout; the controller tells it
+// once it answers again (Lagging).
+func Answering(targets []Target, members []Member) []Target {
+	out := make([]Target, 0, len(targets))
+	for _, t := range targets {
+		if m := find(members, t.ID); m != nil && m.Reachable() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Resume finishes a promotion whose record is decided but whose leader has
 // not opened it (the operator stopped in between): OpenEpoch of the same
 // record, then the announcements.
-func (d *Driver) Resume(ctx context.Context, leader Target, targets []Target, members []Member, rec *rolisv1.EpochRecord) error {
+func (d *Driver) Resume(ctx context.Context, leader Target, targets []Target, members []Member, rec *rolisv1.EpochRecord, opened func()) error {
 	name := memberName(members, leader.ID)
 	c, err := d.Dialer.Dial(ctx, leader)
 	if err != nil {
@@ -173,7 +197,10 @@ func (d *Driver) Resume(ctx context.Context, leader Target, targets []Target, me
 	if err := d.open(ctx, c, name, rec); err != nil {
 		return err
 	}
-	d.Announce(ctx, targets, members, rec)
+	if opened != nil {
+		opened()
+	}
+	d.Announce(ctx, Answering(targets, members), members, rec)
 	return nil
 }
 
@@ -197,27 +224,38 @@ func (d *Driver) Announce(ctx context.Context, targets []Target, members []Membe
 	if leaderAddr == "" && d.ClientAddress != nil {
 		leaderAddr = d.ClientAddress(int32(rec.GetLeaderId()))
 	}
-	var errs []error
+	// In parallel: one slow member must not hold up the others.
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
 	for _, t := range targets {
 		if t.Pod == nil {
 			continue
 		}
-		name := memberName(members, t.ID)
-		err := func() error {
-			c, err := d.Dialer.Dial(ctx, t)
+		wg.Add(1)
+		go func(t Target) {
+			defer wg.Done()
+			err := func() error {
+				c, err := d.Dialer.Dial(ctx, t)
+				if err != nil {
+					return err
+				}
+				defer c.Close() //nolint:errcheck
+				actx, cancel := context.WithTimeout(ctx, d.Timeouts.Call)
+				defer cancel()
+				return c.AnnounceLeader(actx, &rolisv1.AnnounceLeaderRequest{Record: rec, LeaderClientAddress: leaderAddr})
+			}()
 			if err != nil {
-				return err
+				mu.Lock()
+				errs = append(errs, &StepError{Step: StepAnnounce, Member: memberName(members, t.ID), Err: err})
+				mu.Unlock()
 			}
-			defer c.Close() //nolint:errcheck
-			actx, cancel := context.WithTimeout(ctx, d.Timeouts.Call)
-			defer cancel()
-			return c.AnnounceLeader(actx, &rolisv1.AnnounceLeaderRequest{Record: rec, LeaderClientAddress: leaderAddr})
-		}()
-		if err != nil {
-			errs = append(errs, &StepError{Step: StepAnnounce, Member: name, Err: err})
-			continue
-		}
+		}(t)
 	}
+	wg.Wait()
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	if len(errs) == 0 {
 		d.observe(StepAnnounce, "announced epoch %d with leader %d to %d members", rec.GetEpoch(), rec.GetLeaderId(), len(targets))
 	} else {

@@ -73,7 +73,7 @@ func (c *cluster3) promotion(t *testing.T, members []Member) Promotion {
 	return Promotion{Candidate: c.target(cand.ID), Members: members, Targets: c.targets, From: from, Epoch: NextEpoch(members, from.Record)}
 }
 
-func TestPromoteAfterLeaderDeathDecidesBeforeOpeningAndAnnouncesToAll(t *testing.T) {
+func TestPromoteAfterLeaderDeathDecidesBeforeOpeningAndAnnouncesToTheMembersThatAnswer(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster3()
 	c.dialer.down[1] = true // the leader of epoch 1 died
@@ -100,7 +100,9 @@ func TestPromoteAfterLeaderDeathDecidesBeforeOpeningAndAnnouncesToAll(t *testing
 	g.Expect(c.events).To(ContainElement(ContainSubstring("Prepare: PrepareFailover(epoch 2)")))
 	g.Expect(c.events).To(ContainElement(ContainSubstring("Decide: decided epoch 2")))
 	g.Expect(c.events).To(ContainElement(ContainSubstring("Open: db-2 opened epoch 2")))
-	g.Expect(c.events).To(ContainElement(ContainSubstring("Announce: announced epoch 2 to 2 of 3 members")))
+	// Only members that answered the probe are told (the dead leader is
+	// told once it answers again).
+	g.Expect(c.events).To(ContainElement(ContainSubstring("Announce: announced epoch 2 with leader 2 to 2 members")))
 
 	after := c.probe(t)
 	g.Expect(AssessLeader(after, stored.Record).State).To(Equal(Serving))
@@ -184,7 +186,7 @@ func TestPromoteWhenOpenFailsKeepsTheDecisionAndResumeFinishesIt(t *testing.T) {
 	g.Expect(AssessLeader(members, c.store.rec).State).To(Equal(Opening))
 
 	cand.open = good
-	g.Expect(c.driver.Resume(context.Background(), c.target(p.Candidate.ID), c.targets, members, c.store.rec)).To(Succeed())
+	g.Expect(c.driver.Resume(context.Background(), c.target(p.Candidate.ID), c.targets, members, c.store.rec, nil)).To(Succeed())
 	g.Expect(AssessLeader(c.probe(t), c.store.rec).State).To(Equal(Serving))
 }
 
@@ -206,4 +208,24 @@ func TestPromoteWhenCandidateIsUnreachable(t *testing.T) {
 	_, err := c.driver.Promote(context.Background(), p)
 	g.Expect(FailedStep(err)).To(Equal(StepPrepare))
 	g.Expect(c.store.rec.GetEpoch()).To(Equal(uint64(1)))
+}
+
+// The label moves in Opened: it must run once the candidate is open and
+// before any announcement, so the client Service does not wait for them.
+func TestPromoteCallsOpenedAfterOpeningBeforeAnnouncing(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster3()
+	c.dialer.down[1] = true
+	p := c.promotion(t, c.probe(t))
+	var candidateCalls, followerCalls []string
+	p.Opened = func() {
+		candidateCalls = c.dialer.members[p.Candidate.ID].Calls()
+		followerCalls = c.dialer.members[3].Calls()
+	}
+	_, err := c.driver.Promote(context.Background(), p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(candidateCalls).To(ContainElement("Open(2)"))
+	g.Expect(candidateCalls).NotTo(ContainElement(ContainSubstring("Announce")))
+	g.Expect(followerCalls).NotTo(ContainElement(ContainSubstring("Announce")))
+	g.Expect(c.dialer.members[3].Calls()).To(ContainElement("Announce(2,2)"))
 }

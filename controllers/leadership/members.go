@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -26,6 +28,13 @@ type Member struct {
 	PodExists bool
 	// Deleting is true when the pod is being deleted.
 	Deleting bool
+	// Stopped says why the kubelet reports the member's rolisd container
+	// as not running (terminated, or waiting to start again); "" when it
+	// runs or the pod status does not say.
+	Stopped string
+	// Container is the kubelet's id of the running rolisd container: a new
+	// id is a new process.
+	Container string
 	// Ready is the pod's Ready condition.
 	Ready bool
 	// Outdated is true when the pod runs an older StatefulSet revision.
@@ -136,6 +145,20 @@ func AdvertisedClientAddress(members []Member, id int32) string {
 	return ""
 }
 
+// Refused reports whether err says that nothing listens at the member's
+// address (TCP connection refused): the process is not running there. gRPC
+// carries the dial error only as text in its status message, hence the
+// string match (the text is Go's, "connect: connection refused").
+func Refused(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return true
+	}
+	return strings.Contains(err.Error(), "connect: connection refused")
+}
+
 // Majority is the size of a majority of n members.
 func Majority(n int) int { return n/2 + 1 }
 
@@ -158,6 +181,23 @@ func Unimplemented(err error) bool {
 		err = se.Err
 	}
 	return status.Code(err) == codes.Unimplemented
+}
+
+// StillOpening reports whether err is an OpenEpoch that did not say "open"
+// in time (UNAVAILABLE: the re-proposals are not on a majority yet; or the
+// call's deadline): the candidate goes on opening, and asking it again to
+// open the same record is safe (a decided record is final).
+func StillOpening(err error) bool {
+	if FailedStep(err) != StepOpen {
+		return false
+	}
+	var se *StepError
+	errors.As(err, &se)
+	switch status.Code(se.Err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return !Refused(se.Err)
+	}
+	return errors.Is(se.Err, context.DeadlineExceeded)
 }
 
 // ShortError is the gRPC message of err without the code prefix noise, or

@@ -103,6 +103,30 @@ func (w *Workload) FirstAckAfter(t time.Time) (time.Duration, bool) {
 	return time.Duration(first - since), true
 }
 
+// LongestWriteGap returns the longest time in [from, to] during which no
+// write was acknowledged: from `from` to the first acknowledgement, between
+// two acknowledgements, or from the last one to `to`. Unlike FirstAckAfter
+// it also measures the outage of a fault that the old leader outlives for a
+// while (a pod being deleted keeps serving through its shutdown grace).
+func (w *Workload) LongestWriteGap(from, to time.Time) time.Duration {
+	lo, hi := from.Sub(w.t0).Nanoseconds(), to.Sub(w.t0).Nanoseconds()
+	w.mu.Lock()
+	var acks []int64
+	for _, op := range w.history {
+		in, out := op.Input.(kvInput), op.Output.(kvOutput)
+		if in.op != "get" && !out.unknown && op.Return >= lo && op.Return <= hi {
+			acks = append(acks, op.Return)
+		}
+	}
+	w.mu.Unlock()
+	slices.Sort(acks)
+	longest, last := int64(0), lo
+	for _, a := range append(acks, hi) {
+		longest, last = max(longest, a-last), a
+	}
+	return time.Duration(longest)
+}
+
 func (w *Workload) record(in kvInput, out kvOutput, call, ret int64) {
 	if out.unknown {
 		ret = math.MaxInt64 // it may take effect at any time after its call
