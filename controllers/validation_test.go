@@ -128,10 +128,13 @@ var _ = Describe("Validation by the API server", func() {
 			err := update(func(c *dbv1.RolisCluster) { c.Spec.Replicas = 2 })
 			Expect(err).To(MatchError(ContainSubstring("replicas must be odd")))
 		})
-		It("accepts safe changes: replicas, threads, batching, failover timeout, resources", func() {
+		It("rejects a new number of worker threads (replication streams)", func() {
+			err := update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 8 })
+			Expect(err).To(MatchError(ContainSubstring("workerThreads is immutable")))
+		})
+		It("accepts safe changes: replicas, batching, failover timeout, resources", func() {
 			Expect(update(func(c *dbv1.RolisCluster) {
 				c.Spec.Replicas = 5
-				c.Spec.WorkerThreads = 8
 				c.Spec.BatchSize = 50
 				c.Spec.BatchTimeout = &metav1.Duration{Duration: 500 * time.Microsecond}
 				c.Spec.Failover.Timeout = &metav1.Duration{Duration: 10 * time.Second}

@@ -52,10 +52,14 @@ func must(limit time.Duration, args ...string) string {
 	return out
 }
 
-// installOperator installs (or upgrades to) the chart of this checkout.
+// installOperator installs (or upgrades to) the chart of this checkout,
+// with its CRD: helm installs a chart's crds/ only the first time and never
+// upgrades them, so the CRD is applied first (what an upgrade of the chart
+// needs anyway).
 func installOperator() {
 	GinkgoHelper()
 	start := time.Now()
+	must(2*time.Minute, "apply", "--server-side", "--force-conflicts", "-f", "charts/rolis-operator/crds/")
 	out, err := helm(5*time.Minute, "upgrade", "--install", operatorRelease, "charts/rolis-operator",
 		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "4m")
 	Expect(err).NotTo(HaveOccurred(), "helm upgrade --install: %s", out)

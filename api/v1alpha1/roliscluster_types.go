@@ -47,11 +47,13 @@ type RolisClusterSpec struct {
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// WorkerThreads is the number of worker threads of each member, and so the
-	// number of replication streams. A change rolls the pods (followers first,
-	// the leader last after a switchover).
+	// number of replication streams. Immutable: every member must run the same
+	// number of streams, so a member restarted with another number could
+	// never catch up with the others (found by the e2e settings scenario).
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workerThreads is immutable: it is the number of replication streams, which must be the same on every member (a member restarted with another number cannot catch up); create a new cluster instead"
 	// +optional
 	WorkerThreads int32 `json:"workerThreads,omitempty"`
 

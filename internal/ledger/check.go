@@ -48,12 +48,7 @@ func (w *Workload) Check(snaps []Snapshot) string {
 			leaderState = s.State
 			w.closeHistories(s)
 		}
-		total := 0
-		for i := 0; i < Accounts; i++ {
-			n, _ := strconv.Atoi(s.State[Account(i)])
-			total += n
-		}
-		if total != Accounts*Initial {
+		if total := BankTotal(s.State); total != Accounts*Initial {
 			t.Errorf("%s: bank total %d, want %d", s.What, total, Accounts*Initial)
 		}
 		missing := 0
@@ -75,6 +70,17 @@ func (w *Workload) Check(snaps []Snapshot) string {
 	res := w.checkLinearizable()
 	return fmt.Sprintf("%d acknowledged, %d unknown, %d inserts, %d operations checked (%s)", w.acked, w.unknown,
 		len(w.inserts), len(w.history), res)
+}
+
+// BankTotal is the sum of the accounts in a member's state (Accounts *
+// Initial whenever the state is consistent).
+func BankTotal(state map[string]string) int {
+	total := 0
+	for i := 0; i < Accounts; i++ {
+		n, _ := strconv.Atoi(state[Account(i)])
+		total += n
+	}
+	return total
 }
 
 // closeHistories adds the leader's linearizable read of every workload key.
