@@ -1582,6 +1582,30 @@ Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, Deci
 Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   std::lock_guard<std::mutex> op(op_mu_);
   const uint64_t e = record.record.epoch;
+  // Waits until this member leads epoch e (or gives up on it), up to the
+  // open timeout.
+  auto await_open = [&](std::unique_lock<std::mutex>& lk) {
+    open_cv_.wait_for(lk, opts_.open_timeout,
+                      [&] { return lmode_ == LMode::kOpen || lepoch_ != e || stop_.load(); });
+    if (lmode_ == LMode::kOpen && lepoch_ == e) {
+      *watermark = g_;
+      return Status::OK();
+    }
+    if (lepoch_ != e) return Status::Aborted("stepped down while opening: a newer epoch was promised");
+    return Unavailable("the re-proposals of epoch " + std::to_string(e) +
+                       " are not on a majority yet; this member opens as soon as they are");
+  };
+  {
+    // The same record again, while this member opens it or leads it: the
+    // operator retries after UNAVAILABLE ("not on a majority yet") or after
+    // losing the answer. Wait for the opening like the first call instead
+    // of refusing a request that is already being carried out.
+    std::unique_lock<std::mutex> lk(lmu_);
+    if (record.leader_id == opts_.id && lmode_ != LMode::kIdle && lepoch_ == e && ldecided_ &&
+        ldecided_->record == record.record) {
+      return await_open(lk);
+    }
+  }
   std::unique_ptr<Pending> pending;
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -1690,17 +1714,12 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   loop_cv_.notify_all();
 
   std::unique_lock<std::mutex> lk(lmu_);
-  open_cv_.wait_for(lk, opts_.open_timeout,
-                    [&] { return lmode_ == LMode::kOpen || lepoch_ != e || stop_.load(); });
-  if (lmode_ == LMode::kOpen && lepoch_ == e) {
-    *watermark = g_;
+  Status st = await_open(lk);
+  if (st.ok()) {
     std::fprintf(stderr, "rolis-repl %u: leading epoch %lu (G' %s)\n", opts_.id, static_cast<unsigned long>(e),
                  KeyStr(record.watermark).c_str());
-    return Status::OK();
   }
-  if (lepoch_ != e) return Status::Aborted("stepped down while opening: a newer epoch was promised");
-  return Unavailable("the re-proposals of epoch " + std::to_string(e) +
-                     " are not on a majority yet; this member opens as soon as they are");
+  return st;
 }
 
 Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_client_address) {
