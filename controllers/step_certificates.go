@@ -13,8 +13,12 @@ import (
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
 	cmmeta "github.com/cert-manager/cert-manager/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/rolisdb/rolis/controllers/specs"
 )
@@ -78,6 +82,10 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outco
 		}
 		if !certReady(cert) {
 			issued = false
+			continue
+		}
+		if err := r.ownSecret(ctx, s, desired.Spec.SecretName); err != nil {
+			return proceed, err
 		}
 	}
 	if issued {
@@ -88,6 +96,28 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outco
 		s.progressing(ReasonCertificatesIssuing, "waiting for cert-manager to issue the certificates")
 	}
 	return proceed, nil
+}
+
+// ownSecret makes the cluster an owner of a Secret that cert-manager wrote,
+// so that deleting the cluster deletes it too: cert-manager leaves the
+// Secret of a deleted Certificate in place (unless it runs with
+// --enable-certificate-owner-ref), which the e2e removal scenario found.
+// The Secret is read around the cache, which holds no Secrets.
+func (r *Reconciler) ownSecret(ctx context.Context, s *state, name string) error {
+	sec := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: name}, sec); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for _, ref := range sec.OwnerReferences {
+		if ref.UID == s.cluster.UID {
+			return nil
+		}
+	}
+	patch := client.MergeFromWithOptions(sec.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if err := controllerutil.SetOwnerReference(s.cluster, sec, r.Scheme); err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Patch(ctx, sec, patch))
 }
 
 func certReady(cert *cmv1.Certificate) bool {

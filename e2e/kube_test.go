@@ -21,6 +21,8 @@ const (
 	operatorRelease = "rolis-operator"
 	sampleFile      = "config/samples/db_v1alpha1_roliscluster.yaml"
 	sampleName      = "rolis-sample"
+	// operatorImage is what make images builds and the chart deploys.
+	operatorImage = "rolis/rolis-operator:0.1.0"
 )
 
 // run runs a command with a time limit and returns its combined output.
@@ -60,8 +62,14 @@ func installOperator() {
 	GinkgoHelper()
 	start := time.Now()
 	must(2*time.Minute, "apply", "--server-side", "--force-conflicts", "-f", "charts/rolis-operator/crds/")
-	out, err := helm(5*time.Minute, "upgrade", "--install", operatorRelease, "charts/rolis-operator",
-		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "4m")
+	args := []string{"upgrade", "--install", operatorRelease, "charts/rolis-operator",
+		"-n", operatorNS, "--create-namespace", "--wait", "--timeout", "4m"}
+	// The image keeps its tag when make images rebuilds it: the image's id
+	// as a pod annotation restarts the operator on the new one.
+	if id, err := run(30*time.Second, "docker", "image", "inspect", "-f", "{{.Id}}", operatorImage); err == nil {
+		args = append(args, "--set-string", "podAnnotations.rolis\\.io/image-id="+strings.TrimPrefix(strings.TrimSpace(id), "sha256:"))
+	}
+	out, err := helm(5*time.Minute, args...)
 	Expect(err).NotTo(HaveOccurred(), "helm upgrade --install: %s", out)
 	GinkgoWriter.Printf("operator installed in %v\n", time.Since(start).Round(time.Second))
 }
