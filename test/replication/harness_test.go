@@ -17,6 +17,7 @@ package replication_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +36,7 @@ type cluster struct {
 	t       testing.TB
 	c       *testserver.Cluster
 	dropDir string
+	tls     *tls.Config // of the harness's clients, when the members serve TLS
 }
 
 // clusterOptions configures startCluster.
@@ -44,6 +46,10 @@ type clusterOptions struct {
 	// initial < members: only members 1..initial start (a cluster of them);
 	// the others are started later and added by membership changes.
 	initial int
+	// memberArgs adds flags per member; tls configures the harness's
+	// clients (admin calls, workload) when the members serve TLS.
+	memberArgs func(id int) []string
+	tls        *tls.Config
 }
 
 func startCluster(t testing.TB, o clusterOptions) *cluster {
@@ -61,10 +67,20 @@ func startCluster(t testing.TB, o clusterOptions) *cluster {
 		Initial: o.initial,
 		Args:    args,
 		MemberArgs: func(id int) []string {
-			return []string{"--test-drop-peers-file=" + filepath.Join(dir, fmt.Sprintf("drop-%d", id))}
+			a := []string{"--test-drop-peers-file=" + filepath.Join(dir, fmt.Sprintf("drop-%d", id))}
+			if o.memberArgs != nil {
+				a = append(a, o.memberArgs(id)...)
+			}
+			return a
 		},
+		ProbeTLS: o.tls,
 	})
-	return &cluster{t: t, c: c, dropDir: dir}
+	return &cluster{t: t, c: c, dropDir: dir, tls: o.tls}
+}
+
+// config is the client configuration of the harness for endpoints.
+func (cl *cluster) config(endpoints ...string) client.Config {
+	return client.Config{Endpoints: endpoints, TLS: cl.tls}
 }
 
 func (cl *cluster) member(id int) *testserver.Member { return cl.c.Member(id) }
@@ -119,7 +135,7 @@ func (cl *cluster) admin(ids ...int) *client.Admin {
 			eps = append(eps, m.AdminAddr)
 		}
 	}
-	a, err := client.NewAdmin(context.Background(), client.Config{Endpoints: eps})
+	a, err := client.NewAdmin(context.Background(), cl.config(eps...))
 	if err != nil {
 		cl.t.Fatal(err)
 	}
@@ -128,7 +144,7 @@ func (cl *cluster) admin(ids ...int) *client.Admin {
 }
 
 func (cl *cluster) status(id int) (*rolisv1.StatusResponse, error) {
-	a, err := client.NewAdmin(context.Background(), client.Config{Endpoints: []string{cl.member(id).AdminAddr}})
+	a, err := client.NewAdmin(context.Background(), cl.config(cl.member(id).AdminAddr))
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,11 @@ func newWorkload(t testing.TB, addrs []string) *workload {
 	return &workload{ledger.New(t, client.Config{Endpoints: addrs})}
 }
 
+// newClusterWorkload runs against cl's clients with the harness's TLS.
+func newClusterWorkload(cl *cluster) *workload {
+	return &workload{ledger.New(cl.t, cl.config(cl.clientAddrs()...))}
+}
+
 // check waits until the running followers caught up with leader, reads
 // every running member and verifies the invariants on them. It returns a
 // summary line.
@@ -36,7 +41,7 @@ func (w *workload) check(cl *cluster, leader uint32) string {
 		}
 		isLeader := uint32(m.ID) == leader
 		call := w.Now()
-		state, err := ledger.Dump(ctx, client.Config{Endpoints: []string{m.ClientAddr}}, isLeader)
+		state, err := ledger.Dump(ctx, cl.config(m.ClientAddr), isLeader)
 		if err != nil {
 			t.Fatalf("reading member %d: %v", m.ID, err)
 		}

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <random>
 
 #include "wire.h"
@@ -85,6 +86,9 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   ro.streams = to.streams;
   ro.batch_size = std::max(1u, o_.batch_size);
   ro.batch_timeout = o_.batch_timeout;
+  // A resting leader's heartbeats must reach followers well within the
+  // election timeout (a follower that hears nothing for it runs an election).
+  ro.idle_heartbeat = std::clamp(o_.election_timeout / 5, std::chrono::milliseconds(1), ro.idle_heartbeat);
   ro.max_inflight = std::max(2u, o_.max_inflight_batches);
   ro.peer_window = ro.max_inflight;
   ro.client_address = c.ClientAddress();

@@ -305,7 +305,14 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord
     return;
   }
   if (ts > s.epoch_max_ts.load(std::memory_order_relaxed)) s.epoch_max_ts.store(ts, std::memory_order_relaxed);
-  if (s.count == 0) s.started = SteadyClock::now();
+  if (s.count == 0) {
+    s.started = SteadyClock::now();
+    // A resting loop ticks slowly: wake it, so this batch closes in time.
+    if (resting_.load(std::memory_order_relaxed)) {
+      kick_.store(true, std::memory_order_release);
+      loop_cv_.notify_one();
+    }
+  }
   AppendTxn(&s.buf, ts, writes);
   s.count++;
   s.buf_last_ts = ts;
@@ -363,14 +370,27 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
   loop_cv_.notify_one();
 }
 
-void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now) {
+bool Replica::WaitedOnLocked() {
+  uint64_t covered = covered_ts_.load(std::memory_order_acquire);
+  for (const auto& s : lstreams_) {
+    if (s->epoch_max_ts.load(std::memory_order_relaxed) > covered) return true;
+  }
+  std::lock_guard<std::mutex> g(wmu_);
+  return !waiters_.empty();
+}
+
+void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now, bool waited_on) {
   std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
   if (mu == nullptr || !mu->try_lock()) return;  // busy: its own commits close batches
   uint64_t e = s.leading.load(std::memory_order_acquire);
+  // Heartbeats at the batch timeout only while G is waited for (a commit
+  // above it, or a read); a resting cluster sends one per idle_heartbeat.
+  auto heartbeat = waited_on ? std::chrono::duration_cast<SteadyClock::duration>(opts_.batch_timeout)
+                             : std::chrono::duration_cast<SteadyClock::duration>(opts_.idle_heartbeat);
   if (e != 0 && !s.ring.Full()) {
     if (s.count > 0) {
       if (now - s.started >= opts_.batch_timeout) CloseBatch(s, e, false);
-    } else if (now - s.last_close >= opts_.batch_timeout) {
+    } else if (now - s.last_close >= heartbeat) {
       // Idle: an empty batch says "nothing of mine at or below this ts", so G
       // moves at light load. With the worker's mutex held no commit is half
       // done, and every later ts is at least the clock's floor.
@@ -397,10 +417,13 @@ void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now) {
 void Replica::LeaderLoop() {
   std::unique_lock<std::mutex> lk(lmu_);
   while (!stop_.load()) {
-    auto tick = lmode_ == LMode::kIdle
-                    ? std::chrono::microseconds(10000)
-                    : std::max(std::chrono::microseconds(100), std::min(opts_.batch_timeout / 2,
-                                                                        std::chrono::microseconds(500)));
+    // Fast ticks only while batches may need closing soon: a commit or a
+    // read that waits for G wakes the loop (AwaitWatermark), as do replies.
+    const bool rest = lmode_ == LMode::kIdle || (lmode_ == LMode::kOpen && !waited_on_);
+    if (resting_.load(std::memory_order_relaxed) != rest) resting_.store(rest, std::memory_order_relaxed);
+    auto tick = rest ? std::chrono::microseconds(10000)
+                     : std::max(std::chrono::microseconds(100), std::min(opts_.batch_timeout / 2,
+                                                                         std::chrono::microseconds(500)));
     loop_cv_.wait_for(lk, tick, [&] { return loop_kick_ || kick_.load(std::memory_order_acquire) || stop_.load(); });
     loop_kick_ = false;
     kick_.store(false, std::memory_order_relaxed);
@@ -434,6 +457,10 @@ void Replica::LeaderTick(SteadyClock::time_point now) {
     PeerState& ps = lstreams_[t]->peers[p];
     ps.next_send = ps.prefix;  // what was in flight may be lost
   }
+  // A few more heartbeats at the batch timeout after the wait ends, so that
+  // followers learn the G that covered the last commit (and replay it).
+  if (lmode_ == LMode::kOpen && WaitedOnLocked()) last_waited_on_ = now;
+  waited_on_ = lmode_ == LMode::kOpen && now - last_waited_on_ < 3 * opts_.batch_timeout;
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
     auto pull = [&] {
@@ -446,7 +473,7 @@ void Replica::LeaderTick(SteadyClock::time_point now) {
     pull();
     if (lmode_ == LMode::kIdle) return;
     if (lmode_ == LMode::kOpen) {
-      MaybeFlush(t, s, now);
+      MaybeFlush(t, s, now, waited_on_);
       pull();
       if (lmode_ == LMode::kIdle) return;
     }
@@ -607,6 +634,9 @@ void Replica::OpenNow() {
     if (mu) mu->unlock();
   }
   lmode_ = LMode::kOpen;
+  // Heartbeat at the batch timeout for a moment: the followers learn at once
+  // that a leader is open (the built-in election's timers stop).
+  last_waited_on_ = SteadyClock::now();
   led_epoch_ = lepoch_;
   {
     std::lock_guard<std::mutex> g(mu_);

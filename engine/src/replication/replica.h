@@ -52,6 +52,11 @@ struct ReplicaOptions {
   uint32_t streams = 1;           // worker streams (the same on every member)
   uint32_t batch_size = 50;       // a batch closes at this many transactions ...
   std::chrono::microseconds batch_timeout{1000};  // ... or after this long (idle: an empty batch)
+  // An idle stream's empty batch (heartbeat) goes out every batch_timeout
+  // only while a commit of this epoch is above G or a read waits for G;
+  // otherwise every idle_heartbeat (followers' failure detection must allow
+  // for it: the built-in election sets it well below its timeout).
+  std::chrono::milliseconds idle_heartbeat{100};
   uint32_t max_inflight = 64;     // per stream: batches beyond the majority-accepted prefix
   uint32_t peer_window = 64;      // per stream and peer: batches sent and not acknowledged
   std::chrono::milliseconds retransmit{100};   // resend what a peer has not acknowledged
@@ -227,7 +232,8 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void LeaderLoop();
   void LeaderTick(SteadyClock::time_point now);  // under lmu_
   void CloseBatch(LStream& s, uint64_t epoch, bool wait);  // worker mutex held
-  void MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now);
+  void MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now, bool waited_on);
+  bool WaitedOnLocked();  // under lmu_: a commit above G, or a waiter
   void AppendToLog(uint32_t t, LStream& s, BatchPtr b);  // under lmu_
   void SendWindow(uint32_t t, LStream& s, size_t p, SteadyClock::time_point now);  // under lmu_
   void HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time_point now);  // under lmu_
@@ -307,6 +313,8 @@ class Replica final : public CommitHook, public ReplicaHandler {
   mutable std::mutex lmu_;
   std::condition_variable loop_cv_;
   bool loop_kick_ = false;
+  bool waited_on_ = false;  // G was waited for lately: heartbeats and ticks are fast
+  SteadyClock::time_point last_waited_on_{};
   LMode lmode_ = LMode::kIdle;
   uint64_t led_epoch_ = 0;           // last epoch this member led (opened)
   uint64_t deposed_epoch_ = 0;       // led and stepped down: its commits are checked against the next record
@@ -333,6 +341,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::priority_queue<Waiter, std::vector<Waiter>, std::greater<Waiter>> waiters_;
   std::vector<std::pair<WatermarkWaiter*, std::string>> failed_;  // to complete with failure
   std::atomic<bool> kick_{false};  // the commit path wakes the loop without a lock
+  std::atomic<bool> resting_{false};  // the loop ticks slowly: a batch's first commit wakes it
 
   // Replay state (rmu_).
   mutable std::mutex rmu_;
