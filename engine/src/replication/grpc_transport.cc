@@ -151,7 +151,8 @@ void GrpcTransport::AddPeer(uint32_t id, const std::string& address) {
   if (id == o_.self || address.empty()) return;
   std::lock_guard<std::mutex> g(peers_mu_);
   if (stubs_.count(id)) return;  // known (an address never changes: see membership.h)
-  auto ch = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args_);
+  auto ch = grpc::CreateCustomChannel(
+      address, o_.credentials ? o_.credentials : grpc::InsecureChannelCredentials(), args_);
   stubs_[id] = v1::Replication::NewStub(ch);
   channels_[id] = std::move(ch);
   for (uint32_t t = 0; t < o_.streams; t++) {

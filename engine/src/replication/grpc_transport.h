@@ -43,6 +43,8 @@ class GrpcTransport final : public Transport {
     size_t queue_limit = 4096;
     int max_message_bytes = 512 << 20;
     std::string drop_peers_file;
+    // How peers are dialed (peer_tls.h); null: plaintext.
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
   };
   explicit GrpcTransport(Options o);
   ~GrpcTransport() override;

@@ -101,6 +101,8 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
       to.peers.push_back({p.id, p.address});
     }
   }
+  if (!MakePeerCredentials(c, &creds_, &creds_error_)) creds_ = PeerCredentials{};
+  to.credentials = creds_.channel;
   transport_ = std::make_unique<GrpcTransport>(to);
   TsClock clock;
   const uint64_t before = nanos_before_open_;
@@ -130,10 +132,15 @@ void PaxosReplicator::Attach(Database* db, std::vector<std::mutex*> worker_mutex
 void PaxosReplicator::Start() {
   if (started_) return;
   started_ = true;
+  if (!creds_.server) {
+    // The client ports refuse the same files, and rolisd exits.
+    spdlog::error("replication: not listening: {}", creds_error_);
+    return;
+  }
   grpc::ServerBuilder b;
   int port = 0;
   // Listen on every interface at the port of this member's --peers entry.
-  b.AddListeningPort("0.0.0.0:" + PortOf(repl_address_), grpc::InsecureServerCredentials(), &port);
+  b.AddListeningPort("0.0.0.0:" + PortOf(repl_address_), creds_.server, &port);
   b.RegisterService(service_.get());
   b.SetMaxReceiveMessageSize(512 << 20);
   b.SetMaxSendMessageSize(512 << 20);
@@ -147,9 +154,9 @@ void PaxosReplicator::Start() {
     spdlog::error("replication: cannot listen on port {} (this member's --peers address {})", PortOf(repl_address_),
                   repl_address_);
   } else {
-    spdlog::info("replication: member {} of {} listening on {} ({} streams, batch {} / {} us)", o_.config.id,
-                 o_.config.peers.size(), repl_address_, replica_->options().streams, replica_->options().batch_size,
-                 replica_->options().batch_timeout.count());
+    spdlog::info("replication: member {} of {} listening on {} ({}, {} streams, batch {} / {} us)", o_.config.id,
+                 o_.config.peers.size(), repl_address_, creds_.tls ? "mutual TLS" : "plaintext",
+                 replica_->options().streams, replica_->options().batch_size, replica_->options().batch_timeout.count());
   }
   replica_->Start();
   hello_thread_ = std::thread([this] { HelloLoop(); });

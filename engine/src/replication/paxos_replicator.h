@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "grpc_transport.h"
+#include "peer_tls.h"
 #include "replica.h"
 #include "server/config.h"
 #include "server/replicator.h"
@@ -78,6 +79,8 @@ class PaxosReplicator final : public server::Replicator {
 
   PaxosReplicatorOptions o_;
   std::string repl_address_;
+  PeerCredentials creds_;     // of the replication port and of calls to peers
+  std::string creds_error_;  // why creds_ could not be made (Start logs it and does not listen)
   uint64_t nanos_before_open_ = 0;
   std::atomic<uint64_t> nanos_after_open_{UINT64_MAX};
   std::unique_ptr<GrpcTransport> transport_;

@@ -263,11 +263,12 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
       ->envname("ROLISD_MAX_STREAM_INFLIGHT")->capture_default_str()->group("Limits");
 
   // TLS.
-  app.add_option("--tls-cert", c.tls_cert, "PEM certificate chain of the client and admin ports (enables TLS)")
+  app.add_option("--tls-cert", c.tls_cert, "PEM certificate chain of the client, admin and replication ports (enables TLS)")
       ->envname("ROLISD_TLS_CERT")->group("TLS");
   app.add_option("--tls-key", c.tls_key, "PEM private key of --tls-cert")
       ->envname("ROLISD_TLS_KEY")->group("TLS");
-  app.add_option("--tls-ca", c.tls_ca, "PEM CA bundle; when given, clients must present a certificate it signed (mTLS)")
+  app.add_option("--tls-ca", c.tls_ca, "PEM CA bundle; when given, clients and peers must present a certificate it signed (mTLS); "
+                 "required with --peers and --tls-cert")
       ->envname("ROLISD_TLS_CA")->group("TLS");
   app.add_option("--tls-refresh-interval", tls_refresh, "How often the TLS files are checked for changes")
       ->envname("ROLISD_TLS_REFRESH_INTERVAL")->capture_default_str()->group("TLS");
@@ -411,6 +412,10 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   // TLS.
   if (c.tls_cert.empty() != c.tls_key.empty()) return fail("--tls-cert and --tls-key go together");
   if (!c.tls_ca.empty() && c.tls_cert.empty()) return fail("--tls-ca needs --tls-cert and --tls-key");
+  if (c.replicated() && !c.tls_cert.empty() && c.tls_ca.empty()) {
+    return fail("with --peers, --tls-cert needs --tls-ca: members authenticate each other on the replication port "
+                "(mutual TLS)");
+  }
 
   c.log_format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   return result;

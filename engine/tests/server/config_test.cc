@@ -97,6 +97,9 @@ TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
       {{"--max-value-bytes=8MiB"}, "--max-message-bytes"},
       {{"--tls-cert=/x.pem"}, "--tls-key"},
       {{"--tls-ca=/ca.pem"}, "--tls-ca"},
+      // Peers authenticate each other: a replicated member with a
+      // certificate needs the CA too.
+      {{"--peers=1=a:1,2=b:2", "--id=1", "--tls-cert=/x.pem", "--tls-key=/x.key"}, "--tls-ca"},
       {{"--worker-threads=65"}, "--worker-threads"},
       {{"--max-open-txns=0"}, "--max-open-txns"},
       {{"--tables=bad/name"}, "--tables"},

@@ -1,0 +1,41 @@
+#include "peer_tls.h"
+
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+#include "server/server.h"
+
+namespace rolis::replication {
+
+bool MakePeerCredentials(const server::ServerConfig& c, PeerCredentials* out, std::string* error) {
+  if (c.tls_cert.empty()) {
+    out->server = grpc::InsecureServerCredentials();
+    out->channel = grpc::InsecureChannelCredentials();
+    out->tls = false;
+    return true;
+  }
+  if (c.tls_ca.empty()) {
+    // ParseConfig refuses this combination with --peers.
+    *error = "replication over TLS needs --tls-ca (members authenticate each other)";
+    return false;
+  }
+  // With --tls-ca the client ports' credentials already require and verify
+  // a client certificate: the replication port takes the same.
+  out->server = server::MakeServerCredentials(c, error);
+  if (!out->server) return false;
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      c.tls_key, c.tls_cert, c.tls_ca, static_cast<unsigned>(c.tls_refresh_interval.count()));
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(provider);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  out->channel = grpc::experimental::TlsCredentials(options);
+  if (!out->channel) {
+    *error = "cannot create TLS channel credentials for the replication peers";
+    return false;
+  }
+  out->tls = true;
+  return true;
+}
+
+}  // namespace rolis::replication

@@ -1,0 +1,29 @@
+// Credentials of the replication port (docs/replication.md, "TLS"). With
+// --tls-cert/--tls-key/--tls-ca the replication server requires mutual TLS
+// (a peer must present a certificate the CA signed) and this member dials
+// its peers with the same certificate, verifying theirs against the CA and
+// their --peers host name. The files are re-read every
+// --tls-refresh-interval, so rotated certificates are used without a
+// restart. Without --tls-cert: plaintext both ways.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "server/config.h"
+
+namespace rolis::replication {
+
+struct PeerCredentials {
+  std::shared_ptr<grpc::ServerCredentials> server;
+  std::shared_ptr<grpc::ChannelCredentials> channel;
+  bool tls = false;
+};
+
+// False, with the reason in *error, when a file cannot be read or gRPC
+// refuses the credentials.
+bool MakePeerCredentials(const server::ServerConfig& config, PeerCredentials* out, std::string* error);
+
+}  // namespace rolis::replication
