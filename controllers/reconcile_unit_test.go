@@ -443,3 +443,83 @@ func TestTheStoredRecordFollowsTheLeadersMembershipChange(t *testing.T) {
 	g.Expect(again.Record.GetConfig()).To(Equal(uint64(1)))
 	g.Expect(again.Version).To(Equal(got.Version))
 }
+
+// events drains the recorder.
+func (e *unitEnv) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.rec.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+// A leader that answers but does not lead is a suspicion (it may recover)
+// unless it restarted: a smaller uptime than when it was seen serving, or
+// another container id from the kubelet, means a new process, which never
+// leads its old epoch again, so the operator fails over without waiting
+// failover.timeout.
+func TestALeaderThatRestartedIsFailedOverAtOnceAndOneThatStoppedLeadingWaitsTheTimeout(t *testing.T) {
+	for _, how := range []string{"not restarted", "smaller uptime", "new container"} {
+		t.Run(how, func(t *testing.T) {
+			g := NewWithT(t)
+			e := newUnitEnv(t, 3, followers(3), interceptor.Funcs{})
+			now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+			e.r.Now = func() time.Time { return now }
+			container := func(id string) {
+				p := &corev1.Pod{}
+				g.Expect(e.c.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "db-1"}, p)).To(Succeed())
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: specs.ContainerRun, ContainerID: id,
+					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+				g.Expect(e.c.Status().Update(context.Background(), p)).To(Succeed())
+			}
+			container("containerd://c1")
+			_, err := e.reconcile(t) // elects member 1 (equal watermarks: lowest id)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(e.dialer[1].calls["PrepareFailover"]).To(Equal(1))
+			for id, a := range e.dialer {
+				a.status.Epoch, a.status.LeaderId, a.status.UptimeSeconds = 1, 1, 100
+				a.status.Decided = &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1}
+				if id == 1 {
+					a.status.Role = rolisv1.Role_LEADER
+				}
+			}
+			_, err = e.reconcile(t)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
+			e.events()
+
+			leader := e.dialer[1].status
+			leader.Role = rolisv1.Role_FOLLOWER // answers, does not lead
+			want := ""
+			switch how {
+			case "smaller uptime":
+				leader.Role, leader.UptimeSeconds = rolisv1.Role_CATCHING_UP, 2
+				want = "restarted (up 2 s, was up 100 s)"
+			case "new container":
+				container("containerd://c2")
+				want = "restarted (container containerd://c2, was containerd://c1)"
+			}
+			now = now.Add(time.Second) // well within failover.timeout (3 s)
+			_, err = e.reconcile(t)
+			g.Expect(err).NotTo(HaveOccurred())
+			prepared := e.dialer[2].calls["PrepareFailover"] + e.dialer[3].calls["PrepareFailover"]
+			evs := e.events()
+			if want != "" {
+				g.Expect(prepared).To(Equal(1), "failed over at once")
+				g.Expect(evs).To(ContainElement(And(ContainSubstring(ReasonLeaderGone), ContainSubstring(want))))
+				return
+			}
+			g.Expect(prepared).To(BeZero(), "a leader that stopped leading may come back: wait failover.timeout")
+			g.Expect(evs).To(ContainElement(ContainSubstring(ReasonLeaderUnhealthy)))
+			g.Expect(evs).NotTo(ContainElement(ContainSubstring(ReasonLeaderGone)))
+			now = now.Add(3 * time.Second)
+			_, err = e.reconcile(t)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(e.dialer[2].calls["PrepareFailover"]+e.dialer[3].calls["PrepareFailover"]).To(Equal(1), "after the timeout")
+		})
+	}
+}
