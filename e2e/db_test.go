@@ -103,15 +103,10 @@ func (d *database) writesFlowing(limit time.Duration) {
 // than epoch; it returns the cluster.
 func (d *database) waitNewLeader(epoch int64, limit time.Duration) *dbv1.RolisCluster {
 	GinkgoHelper()
-	var c *dbv1.RolisCluster
-	Eventually(func(g Gomega) {
-		var err error
-		c, err = getCluster(d.ns, d.name)
-		g.Expect(err).NotTo(HaveOccurred())
+	return waitCluster(d.ns, d.name, limit, 200*time.Millisecond, func(g Gomega, c *dbv1.RolisCluster) {
 		g.Expect(c.Status.Epoch).To(BeNumerically(">", epoch))
 		g.Expect(c.Status.Leader).NotTo(BeEmpty())
-	}).WithTimeout(limit).WithPolling(200 * time.Millisecond).Should(Succeed())
-	return c
+	})
 }
 
 // waitCaughtUp waits until every member but the leader is a follower whose

@@ -110,18 +110,27 @@ func isReady(c *dbv1.RolisCluster) bool {
 		c.Status.ObservedGeneration == c.Generation
 }
 
-// waitReady waits until the cluster is Ready with a leader; it returns it.
-func waitReady(ns, name string, limit time.Duration) *dbv1.RolisCluster {
+// waitCluster reads the cluster every poll until check passes; it returns
+// the cluster.
+func waitCluster(ns, name string, limit, poll time.Duration, check func(g Gomega, c *dbv1.RolisCluster)) *dbv1.RolisCluster {
 	GinkgoHelper()
 	var c *dbv1.RolisCluster
 	Eventually(func(g Gomega) {
 		var err error
 		c, err = getCluster(ns, name)
 		g.Expect(err).NotTo(HaveOccurred())
+		check(g, c)
+	}).WithTimeout(limit).WithPolling(poll).Should(Succeed())
+	return c
+}
+
+// waitReady waits until the cluster is Ready with a leader; it returns it.
+func waitReady(ns, name string, limit time.Duration) *dbv1.RolisCluster {
+	GinkgoHelper()
+	return waitCluster(ns, name, limit, time.Second, func(g Gomega, c *dbv1.RolisCluster) {
 		g.Expect(isReady(c)).To(BeTrue(), "conditions: %v", c.Status.Conditions)
 		g.Expect(c.Status.Leader).NotTo(BeEmpty())
-	}).WithTimeout(limit).WithPolling(time.Second).Should(Succeed())
-	return c
+	})
 }
 
 // applySample applies config/samples (the file users apply) in ns.

@@ -41,19 +41,12 @@ func (d *database) memberPods() map[string]corev1.Pod {
 // replicas members, and done(pods) holds; it returns the cluster.
 func (d *database) waitSettled(replicas int32, limit time.Duration, done func(g Gomega, pods map[string]corev1.Pod)) *dbv1.RolisCluster {
 	GinkgoHelper()
-	var c *dbv1.RolisCluster
-	Eventually(func(g Gomega) {
-		var err error
-		c, err = getCluster(d.ns, d.name)
-		g.Expect(err).NotTo(HaveOccurred())
+	return waitCluster(d.ns, d.name, limit, 2*time.Second, func(g Gomega, c *dbv1.RolisCluster) {
 		g.Expect(isReady(c)).To(BeTrue(), "%s; conditions: %v", describe(c), c.Status.Conditions)
 		g.Expect(c.Status.Replicas).To(Equal(replicas))
 		g.Expect(c.Status.ReadyReplicas).To(Equal(replicas))
-		if done != nil {
-			done(g, d.memberPods())
-		}
-	}).WithTimeout(limit).WithPolling(2 * time.Second).Should(Succeed())
-	return c
+		done(g, d.memberPods())
+	})
 }
 
 // scaleTo changes spec.replicas under load and waits until the operator
