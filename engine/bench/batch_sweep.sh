@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
 # Client-visible commit latency against the replication batch size: one
 # unreplicated run (the throughput baseline), then rolis-bench --replicas=3
-# at each batch size, in one session. Prints a table (throughput, wall and
-# per worker CPU-second, its ratio to the baseline, p50/p95/p99 of
-# Begin-to-watermark latency) and a JSON line.
-#   [SIZES="50 100 ..."] [BENCH=path/to/rolis-bench] engine/bench/batch_sweep.sh --workload=ycsbpp --threads=1 --seconds=5
+# at each batch size, in one session: closed loop (the peak at that size),
+# then, unless RATE=0, open loop at RATE (default 0.8) of that peak
+# (--rate: latency from each transaction's due time). Prints a table
+# (throughput, wall and per worker CPU-second, its ratio to the baseline,
+# p50/p95/p99 of Begin-to-watermark latency at the peak and at the rate) and
+# a JSON line.
+#   [SIZES="50 100 ..."] [RATE=0.8] [BENCH=path/to/rolis-bench] engine/bench/batch_sweep.sh --workload=ycsbpp --threads=1 --seconds=5
 # Batch timeout: pass --batch-timeout=... among the flags (default 1ms; a
 # long one, e.g. 100ms, lets every batch fill to its size).
 set -euo pipefail
 bin=${BENCH:-$(dirname "$0")/../../bin/rolis-bench}
 sizes=${SIZES:-50 100 200 400 800 1600 3200}
+rate=${RATE:-0.8}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 args=()
 for a in "$@"; do [[ $a == --batch-timeout=* ]] || args+=("$a"); done
 "$bin" "${args[@]}" --replicas=1 | tail -n 1 >>"$out"
 for b in $sizes; do
-  "$bin" "$@" --replicas=3 --batch-size="$b" | tail -n 1 >>"$out"
+  peak=$("$bin" "$@" --replicas=3 --batch-size="$b" | tail -n 1)
+  echo "$peak" >>"$out"
+  if [[ $rate != 0 ]]; then
+    tps=$(python3 -c 'import json,sys; print(int(json.loads(sys.argv[1])["throughput_tps"] * float(sys.argv[2])))' "$peak" "$rate")
+    "$bin" "$@" --replicas=3 --batch-size="$b" --rate="$tps" | tail -n 1 >>"$out"
+  fi
 done
 python3 - "$out" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import json, sys
@@ -27,13 +36,28 @@ print("%-8s %8s %10s %10s %7s %9s %9s %9s %8s" % ("batch", "timeout", "tps", "cp
                                                    "p99_us", "unacked"))
 print("%-8s %8s %10.0f %10.0f %7.3f %9s %9s %9s %8s" % ("unrepl.", "-", base["throughput_tps"], base["cpu_normalized_tps"],
                                                       1.0, "-", "-", "-", "-"))
-for r in rows[1:]:
+peaks = [r for r in rows[1:] if not r.get("rate_tps")]
+rated = [r for r in rows[1:] if r.get("rate_tps")]
+for r in peaks:
     print("%-8d %8s %10.0f %10.0f %7.3f %9.1f %9.1f %9.1f %8d" % (r["batch_size"], "%dus" % r["batch_timeout_us"],
           r["throughput_tps"], r["cpu_normalized_tps"], r["cpu_normalized_tps"] / base["cpu_normalized_tps"], r["p50_us"],
           r["p95_us"], r["p99_us"], r["unacked_txns"]))
 print("ratio: CPU-normalized throughput (commits per worker CPU-second) against the unreplicated run")
+if rated:
+    print()
+    print("open loop at a share of each batch size's peak (latency from the due time):")
+    print("%-8s %10s %10s %10s %9s %9s %9s %10s %10s" % ("batch", "peak_tps", "rate_tps", "tps", "p50_us", "p95_us",
+                                                        "p99_us", "eng_p99_us", "max_lag_us"))
+    for r in rated:
+        peak = next(p for p in peaks if p["batch_size"] == r["batch_size"])
+        print("%-8d %10.0f %10.0f %10.0f %9.1f %9.1f %9.1f %10.1f %10.0f" % (r["batch_size"], peak["throughput_tps"],
+              r["rate_tps"], r["throughput_tps"], r["p50_us"], r["p95_us"], r["p99_us"], r["engine_p99_us"],
+              r["max_lag_us"]))
+    print("eng_p99_us: the engine's own p99 from the due time (before replication): the worker's queueing")
+keys = ("batch_size", "batch_timeout_us", "throughput_tps", "cpu_normalized_tps", "p50_us", "p95_us", "p99_us",
+        "unacked_txns", "rate_tps", "max_lag_us", "engine_p99_us")
 print(json.dumps({"benchmark": "batch_sweep", "workload": base["workload"], "threads": base["threads"],
                   "unreplicated_tps": base["throughput_tps"], "unreplicated_cpu_normalized_tps": base["cpu_normalized_tps"],
-                  "rows": [{k: r[k] for k in ("batch_size", "batch_timeout_us", "throughput_tps", "cpu_normalized_tps",
-                                                "p50_us", "p95_us", "p99_us", "unacked_txns")} for r in rows[1:]]}))
+                  "rows": [{k: r[k] for k in keys} for r in peaks],
+                  "rated_rows": [{k: r[k] for k in keys} for r in rated]}))
 PY

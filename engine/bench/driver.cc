@@ -4,9 +4,11 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cycle_clock.h"
@@ -29,8 +31,43 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Paces one thread of an open-loop run: Next() waits until the next
+// transaction is due and returns its due tick.
+class Pacer {
+ public:
+  Pacer(double ticks_per_txn, uint64_t first) : step_(ticks_per_txn), first_(first) {}
+  uint64_t Next(double ticks_per_micro) {
+    const uint64_t due = first_ + static_cast<uint64_t>(step_ * static_cast<double>(n_++));
+    uint64_t now = CycleNow();
+    if (now < due) {
+      // Sleep through most of a long gap (the worker's CPU is then free for
+      // the replicator), spin the rest.
+      const double gap_us = static_cast<double>(due - now) / ticks_per_micro;
+      if (gap_us > 200) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(gap_us - 100)));
+      while ((now = CycleNow()) < due) CpuRelax();
+    } else {
+      max_lag_ = std::max(max_lag_, now - due);
+    }
+    return due;
+  }
+  uint64_t max_lag() const { return max_lag_; }
+
+ private:
+  double step_;
+  uint64_t first_;
+  uint64_t n_ = 0;
+  uint64_t max_lag_ = 0;
+};
+
 struct PerThread {
   std::vector<TxnTypeStats> types;
+  uint64_t max_lag_ticks = 0;
   bool pinned = false;
   double cpu_seconds = 0;  // in the measured window
   Status error;
@@ -67,6 +104,15 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   WorkerHooks* hooks = options.hooks != nullptr ? options.hooks : &no_hooks;
   const bool fixed_work = options.txns_per_thread > 0;
 
+  // Open loop: ticks per second, measured over a short sleep.
+  double ticks_per_micro = 0;
+  if (options.rate_tps > 0) {
+    const ClockPoint a = ClockPoint::Now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ticks_per_micro = 1000.0 / NanosPerTick(a, ClockPoint::Now());
+  }
+  std::atomic<uint64_t> first_due{0};
+
   std::vector<PerThread> per(threads);
   std::atomic<int> phase{fixed_work || options.warmup_seconds <= 0 ? kMeasure : kWarmup};
   std::atomic<uint32_t> ready{0};
@@ -90,6 +136,12 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
 
+      std::optional<Pacer> pacer;
+      if (options.rate_tps > 0) {
+        // Threads are offset from each other by a share of the interval.
+        const double step = ticks_per_micro * 1e6 * threads / options.rate_tps;
+        pacer.emplace(step, first_due.load() + static_cast<uint64_t>(step * t / threads));
+      }
       int last_phase = kWarmup;
       double cpu_start = -1;  // thread CPU time when the measured window began
       for (uint64_t n = 0;; ++n) {
@@ -99,7 +151,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
           last_phase = p;
         }
         if (p == kStop || (fixed_work && n >= options.txns_per_thread)) break;
-        const uint64_t start = CycleNow();
+        const uint64_t start = pacer ? pacer->Next(ticks_per_micro) : CycleNow();
         hooks->BeforeTxn(t);
         workloads::TxnOutcome out = workload->RunOne(ctx);
         const uint64_t end = CycleNow();
@@ -117,12 +169,14 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         ts.latency.Record(end - start);
       }
       if (cpu_start >= 0) me.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+      if (pacer) me.max_lag_ticks = pacer->max_lag();
       hooks->ThreadEnd(t);
     });
   }
   while (ready.load() < threads) std::this_thread::sleep_for(std::chrono::microseconds(100));
 
   using Seconds = std::chrono::duration<double>;
+  first_due.store(CycleNow());
   go.store(true, std::memory_order_release);
   ClockPoint begin = ClockPoint::Now();
   if (!fixed_work) {
@@ -149,11 +203,13 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   r.nanos_per_tick = NanosPerTick(begin, end);
   r.types.resize(type_names.size());
   r.pinned = options.pin_threads && !cpus.empty();
+  r.rate_tps = options.rate_tps;
   Status first_error;
   for (size_t i = 0; i < type_names.size(); ++i) r.types[i].name = std::string(type_names[i]);
   for (PerThread& me : per) {
     r.pinned = r.pinned && me.pinned;
     r.worker_cpu_seconds += me.cpu_seconds;
+    r.max_lag_micros = std::max(r.max_lag_micros, static_cast<double>(me.max_lag_ticks) * r.nanos_per_tick / 1000.0);
     if (first_error.ok() && !me.error.ok()) first_error = me.error;
     for (size_t i = 0; i < me.types.size(); ++i) {
       TxnTypeStats& to = r.types[i];

@@ -43,6 +43,12 @@ struct DriverOptions {
   // CPUs to pin worker t to (cpus[t % size]); empty: the CPUs this thread may run on.
   std::vector<int> cpus;
   WorkerHooks* hooks = nullptr;  // not owned; may be null
+  // Open loop: when > 0, transactions are due at this rate (per second,
+  // across threads; each thread takes rate/threads, evenly spaced) and a
+  // thread that is ahead waits, outside its transaction, for the next one's
+  // due time. Latencies are measured from the due time, so a thread that
+  // falls behind counts its queueing (no coordinated omission).
+  double rate_tps = 0;
 };
 
 struct TxnTypeStats {
@@ -65,6 +71,8 @@ struct RunResult {
   // CPU time the workers got during the measured window (all threads). On a
   // shared machine it is below threads * measured_seconds.
   double worker_cpu_seconds = 0;
+  double rate_tps = 0;        // DriverOptions::rate_tps (0: closed loop)
+  double max_lag_micros = 0;  // open loop: the furthest a thread fell behind the schedule
   // Replicated mode: per committed read-write transaction of the measured
   // window, ticks from its first Begin to when the commit watermark passed
   // its commit ts (when a server would acknowledge it).

@@ -253,12 +253,14 @@ void Replicated::Observe() {
     if (stopping && deadline == std::chrono::steady_clock::time_point{}) {
       deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     }
-    const uint64_t now = CycleNow();
     bool all_acked = true;
     for (auto& pt : per_) {
       PerThread& p = *pt;
       Unacked u;
       while (p.committed.TryPop(&u)) p.waiting.push_back(u);
+      // After the pops: everything popped started before it (read earlier,
+      // a transaction pushed meanwhile would get a negative latency).
+      const uint64_t now = CycleNow();
       while (!p.waiting.empty() && repl_->WatermarkCovers(p.waiting.front().ts)) {
         latency_.Record(now - p.waiting.front().start);
         p.waiting.pop_front();

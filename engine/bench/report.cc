@@ -57,6 +57,10 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
     std::fprintf(out, "replicas %u  batch size %u  batch timeout %lld us\n", info.mode.replicas, info.mode.batch_size,
                  static_cast<long long>(info.mode.batch_timeout.count()));
   }
+  if (r.rate_tps > 0) {
+    std::fprintf(out, "open loop at %.0f txn/s (latencies from each transaction's due time); furthest behind: %.0f us\n",
+                 r.rate_tps, r.max_lag_micros);
+  }
   if (!info.placement.empty()) std::fprintf(out, "placement: %s\n", info.placement.c_str());
   std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s\n", r.throughput(),
                100.0 * r.abort_rate(), r.pinned ? "yes" : "no");
@@ -101,6 +105,10 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
     field("unacked_txns", Num(r.unacked));
     field("unsampled_txns", Num(r.unsampled));
   }
+  // Open loop (--rate): the target rate (0: closed loop, as fast as it goes)
+  // and how far behind its schedule a thread fell at most.
+  field("rate_tps", Num(r.rate_tps));
+  field("max_lag_us", Num(r.max_lag_micros));
   field("load_seconds", Num(info.load_seconds));
   field("pinned", r.pinned ? "true" : "false");
   field("worker_cpu_seconds", Num(r.worker_cpu_seconds));

@@ -29,7 +29,8 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
 // "client_visible_commit": what p50_us, p95_us and p99_us measure),
 // p50_us, p95_us, p99_us, engine_p50_us, engine_p99_us, commits, aborts,
 // rollbacks, replicas, batch_size, (replicated: batch_timeout_us,
-// acked_txns, unacked_txns, unsampled_txns), load_seconds, pinned,
+// acked_txns, unacked_txns, unsampled_txns), rate_tps (open loop target,
+// 0: closed loop), max_lag_us, load_seconds, pinned,
 // worker_cpu_seconds, cpu_normalized_tps, config{},
 // txns{type: {commits, aborts, rollbacks, p50_us, p99_us}}.
 std::string JsonLine(const RunInfo& info, const RunResult& result);

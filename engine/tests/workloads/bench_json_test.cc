@@ -236,3 +236,18 @@ TEST(RolisBench, RejectsEvenReplicasAndMissingRolisd) {
 }
 
 }  // namespace
+
+// --rate: open loop. The run keeps to the rate (it may fall behind on a
+// loaded machine, never run ahead of it), and says so in the JSON line.
+TEST(RolisBench, RateRunsOpenLoopAtTheRateAndReportsIt) {
+  auto f = RunReplicated("--workload=ycsbpp --ycsb-keys=10000 --rate=2000");
+  if (f.empty()) return;
+  ASSERT_TRUE(f.count("rate_tps") && f.count("max_lag_us"));
+  EXPECT_EQ(std::get<double>(f["rate_tps"]), 2000);
+  EXPECT_LE(std::get<double>(f["throughput_tps"]), 2000 * 1.05);  // closed loop: tens of thousands
+  EXPECT_GT(std::get<double>(f["throughput_tps"]), 0);  // behind on a loaded machine: max_lag_us says how far
+  EXPECT_GE(std::get<double>(f["max_lag_us"]), 0);
+  int code = 0;
+  RunBench("--workload=ycsbpp --seconds=1 --rate=-5", &code);
+  EXPECT_NE(code, 0);
+}
