@@ -43,8 +43,6 @@ int main(int argc, char** argv) {
   workloads::YcsbConfig ycsb;
   workloads::TpccConfig tpcc;
   uint32_t epoch_ms = 40;
-  // About Silo's setting (a read-only snapshot per second): 32 x 40 ms.
-  uint32_t snapshot_epochs = 32;
   bool no_pin = false;
   std::string batch_timeout = "1ms";
 
@@ -60,8 +58,6 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
   app.add_option("--epoch-ms", epoch_ms, "engine epoch period, ms")->check(CLI::Range(1, 10000));
-  app.add_option("--snapshot-epochs", snapshot_epochs, "read-only snapshots every this many epochs (a power of two)")
-      ->check(CLI::Range(1, 10000));
   app.add_option("--mode", mode_options.mode, "unreplicated or replicated (default: by --replicas)");
   app.add_option("--replicas", mode_options.replicas, "replicas: 1 = unreplicated; 3, 5, 7: replicated (odd)")
       ->check(CLI::Range(1, 7));
@@ -95,7 +91,6 @@ int main(int argc, char** argv) {
 
   Options options;
   options.epoch_period_ms = epoch_ms;
-  options.snapshot_epochs = snapshot_epochs;
   // The load's and the run's workers, and the replicator's replay and snapshot workers.
   options.max_workers = std::max<uint32_t>(options.max_workers, driver.threads + 4);
   options.commit_hook = mode->commit_hook();
@@ -136,8 +131,7 @@ int main(int argc, char** argv) {
   info.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
   // Read-only transactions read a snapshot a few epochs old: wait until it
   // holds the loaded data, so no read-only transaction misses a key.
-  bench::WaitForSnapshot(db.get(), (snapshot_epochs + 10) * epoch_ms + 1000);
-  info.config.emplace_back("snapshot_epochs", std::to_string(snapshot_epochs));
+  bench::WaitForSnapshot(db.get(), 10 * epoch_ms + 1000);
   s = mode->Start(db.get());
   if (!s.ok()) return Fail("start", s);
   info.placement = mode->Placement();
