@@ -47,6 +47,7 @@ type unitAdmin struct {
 	status  *rolisv1.StatusResponse
 	calls   map[string]int
 	prepErr error
+	openErr error
 }
 
 func (a *unitAdmin) count(m string) {
@@ -70,6 +71,9 @@ func (a *unitAdmin) PrepareFailover(_ context.Context, r *rolisv1.PrepareFailove
 
 func (a *unitAdmin) OpenEpoch(context.Context, *rolisv1.OpenEpochRequest) (*rolisv1.OpenEpochResponse, error) {
 	a.count("OpenEpoch")
+	if a.openErr != nil {
+		return nil, a.openErr
+	}
 	return &rolisv1.OpenEpochResponse{}, nil
 }
 
@@ -522,4 +526,34 @@ func TestALeaderThatRestartedIsFailedOverAtOnceAndOneThatStoppedLeadingWaitsTheT
 			g.Expect(e.dialer[2].calls["PrepareFailover"]+e.dialer[3].calls["PrepareFailover"]).To(Equal(1), "after the timeout")
 		})
 	}
+}
+
+// An OpenEpoch that does not say "open" in time leaves a decided record
+// whose candidate goes on opening: not a failed promotion (no backoff, no
+// PromotionFailed), but LeaderOpening and the same record asked for again
+// soon.
+func TestAnOpenThatIsStillInProgressIsAskedAgainWithoutBackoff(t *testing.T) {
+	g := NewWithT(t)
+	e := newUnitEnv(t, 3, followers(3), interceptor.Funcs{})
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	e.r.Now = func() time.Time { return now }
+	e.dialer[1].openErr = status.Error(codes.Unavailable, "the re-proposals of epoch 1 are not on a majority yet")
+	res, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.dialer[1].calls["OpenEpoch"]).To(Equal(1))
+	g.Expect(res.RequeueAfter).To(BeNumerically("<=", time.Second), "looks again soon")
+	evs := e.events()
+	g.Expect(evs).To(ContainElement(ContainSubstring(ReasonLeaderOpening)))
+	g.Expect(evs).NotTo(ContainElement(ContainSubstring(ReasonPromotionFailed)))
+	mem := e.r.memoryOf(client.ObjectKeyFromObject(e.db))
+	g.Expect(mem.promotion.notBefore.IsZero()).To(BeTrue(), "no backoff")
+
+	// The candidate reports the promise of the decided epoch: the next pass
+	// opens the same record on it, deciding nothing new.
+	e.dialer[1].status.Role, e.dialer[1].status.PromisedEpoch = rolisv1.Role_CANDIDATE, 1
+	e.dialer[1].openErr = nil
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.dialer[1].calls["OpenEpoch"]).To(Equal(2))
+	g.Expect(e.dialer[1].calls["PrepareFailover"]).To(Equal(1), "the record is final: no new decision")
 }

@@ -313,6 +313,9 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 
 		deleted := deleteMemberPod(ctx, c, procs.Member(int(old)))
 		id, next := failedOver(old, epoch)
+		// The old leader acknowledges for a moment after the deletion, so
+		// the first write after it says little: the longest stretch
+		// without any acknowledgement is the outage.
 		outage("switchover from a leader whose pod is being deleted", deleted)
 		Expect(notesSince(ctx, c, ReasonLeaderLeaving, deleted)).To(ContainElement(ContainSubstring(pod(old))),
 			"a pod being deleted is a fact: switch over without waiting failover.timeout")
@@ -320,6 +323,9 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 
 		acked = w.Acked()
 		Eventually(w.Acked, "10s").Should(BeNumerically(">", acked+20), "the load goes on with the new leader")
+		gap := w.LongestWriteGap(deleted, time.Now())
+		AddReportEntry("switchover outage", fmt.Sprintf("longest stretch without an acknowledged write %v", gap.Round(time.Millisecond)), ReportEntryVisibilityAlways)
+		Expect(gap).To(BeNumerically("<", failoverTimeout+30*time.Second))
 		w.Stop()
 		verify(id)
 		recreateMember(ctx, c, procs.Member(int(old)))
