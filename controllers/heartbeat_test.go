@@ -38,7 +38,9 @@ func (a *beatAdmin) Status(context.Context) (*rolisv1.StatusResponse, error) {
 
 type beatDialer struct{ a *beatAdmin }
 
-func (d beatDialer) Dial(context.Context, leadership.Target) (leadership.AdminClient, error) { return d.a, nil }
+func (d beatDialer) Dial(context.Context, leadership.Target) (leadership.AdminClient, error) {
+	return d.a, nil
+}
 
 // The heartbeat asks for a reconcile when the leader stops answering as the
 // leader of its epoch and when it answers again, and remembers since when
