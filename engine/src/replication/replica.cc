@@ -83,7 +83,8 @@ struct Replica::LStream {
   std::atomic<uint64_t> leading{0};        // the epoch while open, else 0
   std::atomic<uint64_t> epoch_max_ts{0};   // largest ts committed in the epoch led last
   std::atomic<bool> orphan{false};         // committed while not open: never replicated
-  SpscRing<BatchPtr> ring;
+  // Closed batches, to the loop. Not const yet: the loop checksums them.
+  SpscRing<std::shared_ptr<Batch>> ring;
   // Loop side: under lmu_.
   struct Entry {
     uint64_t index;
@@ -345,15 +346,14 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
   b->last_ts = s.buf_last_ts;
   b->txn_count = s.count;
   size_t cap = s.buf.capacity();
-  b->payload = std::move(s.buf);
-  b->crc = Crc32c(b->payload);
+  b->payload = std::move(s.buf);  // checksummed by the loop, off the worker's path
   s.buf = std::string();
   s.buf.reserve(cap);
   s.count = 0;
   s.closed_ts = b->last_ts;
   s.last_close = SteadyClock::now();
   ObserveTs(b->last_ts);
-  BatchPtr p = std::move(b);
+  std::shared_ptr<Batch> p = std::move(b);
   // Flow control: at most max_inflight batches wait in the ring; the worker
   // waits for room (it holds its worker, so its next transaction waits too).
   while (!s.ring.TryPush(std::move(p))) {
@@ -402,7 +402,6 @@ void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now, bo
         b->kind = BatchKind::kTxns;
         b->epoch = e;
         b->last_ts = hb;
-        b->crc = Crc32c("");
         s.closed_ts = hb;
         s.ring.TryPush(std::move(b));
       }
@@ -464,8 +463,9 @@ void Replica::LeaderTick(SteadyClock::time_point now) {
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
     auto pull = [&] {
-      BatchPtr b;
+      std::shared_ptr<Batch> b;
       while (s.next_index - s.c_end < opts_.max_inflight && s.ring.TryPop(&b)) {
+        b->crc = Crc32c(b->payload);
         AppendToLog(t, s, std::move(b));
         if (lmode_ == LMode::kIdle) return;
       }
@@ -659,7 +659,7 @@ void Replica::StepDownLocked(uint64_t newer_epoch, const char* why) {
     LStream& s = *lstreams_[t];
     s.leading.store(0, std::memory_order_release);
     max_ts = std::max(max_ts, s.epoch_max_ts.load(std::memory_order_relaxed));
-    BatchPtr b;
+    std::shared_ptr<Batch> b;
     while (s.ring.TryPop(&b)) {
     }
   }
