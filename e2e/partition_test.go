@@ -33,6 +33,7 @@ func rolisctlOn(node string) string {
 	GinkgoHelper()
 	bin := getenv("ROLISCTL_BIN", filepath.Join(E.Root, "bin/rolisctl"))
 	const dst = "/usr/local/bin/rolisctl-e2e"
+	DeferCleanup(run, 30*time.Second, "docker", "exec", node, "rm", "-f", dst)
 	out, err := run(time.Minute, "docker", "cp", bin, node+":"+dst)
 	Expect(err).NotTo(HaveOccurred(), out)
 	return dst
