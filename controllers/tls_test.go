@@ -8,14 +8,8 @@ package controllers
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"testing"
 	"time"
@@ -31,46 +25,8 @@ import (
 	"github.com/rolisdb/rolis/controllers/leadership"
 	"github.com/rolisdb/rolis/controllers/specs"
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+	"github.com/rolisdb/rolis/internal/testca"
 )
-
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T) *testCA {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a PEM key pair signed by the CA, like cert-manager's Secret.
-func (ca *testCA) issue(t *testing.T, cn string, dns []string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn}, DNSNames: dns,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage}}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
 
 type tlsAdmin struct {
 	rolisv1.UnimplementedAdminServer
@@ -82,16 +38,17 @@ func (tlsAdmin) Status(context.Context, *rolisv1.StatusRequest) (*rolisv1.Status
 
 func TestTheOperatorReachesATLSMemberWithItsClientCertificate(t *testing.T) {
 	g := NewWithT(t)
-	ca := newTestCA(t)
+	ca := testca.New(t, "operator")
 	db := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
 		Spec: dbv1.RolisClusterSpec{TLS: &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}}}
 
 	// A member with the server certificate's names, requiring client certificates (mTLS).
-	srvCert, srvKey := ca.issue(t, "member", specs.ServerCertificate(db, specs.DefaultOptions()).Spec.DNSNames, x509.ExtKeyUsageServerAuth)
+	srvCert, srvKey := ca.IssuePEM(t, testca.Spec{Name: "member", DNSNames: specs.ServerCertificate(db, specs.DefaultOptions()).Spec.DNSNames,
+		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	pair, err := tls.X509KeyPair(srvCert, srvKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.pem)
+	pool.AppendCertsFromPEM(ca.PEM)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{
@@ -101,9 +58,9 @@ func TestTheOperatorReachesATLSMemberWithItsClientCertificate(t *testing.T) {
 	go srv.Serve(lis) //nolint:errcheck
 	defer srv.Stop()
 
-	cliCert, cliKey := ca.issue(t, "db-client", nil, x509.ExtKeyUsageClientAuth)
+	cliCert, cliKey := ca.IssuePEM(t, testca.Spec{Name: "db-client", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.ClientSecretName(db), Namespace: "ns"},
-		Data: map[string][]byte{corev1.TLSCertKey: cliCert, corev1.TLSPrivateKeyKey: cliKey, "ca.crt": ca.pem}}
+		Data: map[string][]byte{corev1.TLSCertKey: cliCert, corev1.TLSPrivateKeyKey: cliKey, "ca.crt": ca.PEM}}
 	reader := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(secret).Build()
 
 	d := leadership.GRPCDialer{

@@ -25,6 +25,7 @@ import (
 type CA struct {
 	Dir    string // where its files are written
 	CAFile string // its certificate, PEM
+	PEM    []byte // the same, in memory
 	cert   *x509.Certificate
 	key    *ecdsa.PrivateKey
 	serial atomic.Int64
@@ -54,10 +55,10 @@ func New(t testing.TB, name string) *CA {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca := &CA{Dir: t.TempDir(), cert: cert, key: key}
+	ca := &CA{Dir: t.TempDir(), cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 	ca.serial.Store(1)
 	ca.CAFile = filepath.Join(ca.Dir, "ca.pem")
-	write(t, ca.CAFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	write(t, ca.CAFile, ca.PEM)
 	return ca
 }
 
@@ -68,27 +69,62 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
+// Spec says what a certificate is for.
+type Spec struct {
+	Name     string // common name, and the files' base name
+	Serial   int64  // 0: the CA's next serial
+	Usages   []x509.ExtKeyUsage
+	DNSNames []string
+	IPs      []net.IP
+}
+
+// Loopback is a certificate named name for 127.0.0.1 and localhost.
+func Loopback(name string, usages ...x509.ExtKeyUsage) Spec {
+	return Spec{Name: name, Usages: usages, DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
+}
+
 // Member issues a certificate with server and client usages for
 // 127.0.0.1 and localhost, written as name.crt and name.key.
 func (ca *CA) Member(t testing.TB, name string) Pair {
-	return ca.issue(t, name, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth})
+	return ca.Issue(t, Loopback(name, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth))
 }
 
 // ClientConfig is a TLS configuration that trusts the CA and presents a
 // certificate it issued (for clients of a cluster run with mutual TLS).
 func (ca *CA) ClientConfig(t testing.TB) *tls.Config {
-	p := ca.issue(t, "client", []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth})
+	p := ca.Issue(t, Spec{Name: "client", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(), Certificates: []tls.Certificate{p.TLS}}
 }
 
-func (ca *CA) issue(t testing.TB, name string, usages []x509.ExtKeyUsage) Pair {
+// Issue signs a certificate as spec says and writes it and its key as
+// NAME.crt and NAME.key in the CA's dir, each replaced atomically (as a
+// rotation by rename would).
+func (ca *CA) Issue(t testing.TB, spec Spec) Pair {
 	t.Helper()
+	certPEM, keyPEM := ca.IssuePEM(t, spec)
+	p := Pair{CertFile: filepath.Join(ca.Dir, spec.Name+".crt"), KeyFile: filepath.Join(ca.Dir, spec.Name+".key")}
+	write(t, p.KeyFile, keyPEM)
+	write(t, p.CertFile, certPEM)
+	var err error
+	if p.TLS, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// IssuePEM signs a certificate as spec says and returns it and its key, PEM.
+func (ca *CA) IssuePEM(t testing.TB, spec Spec) (certPEM, keyPEM []byte) {
+	t.Helper()
+	serial := spec.Serial
+	if serial == 0 {
+		serial = ca.serial.Add(1)
+	}
 	key := mustKey(t)
 	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(ca.serial.Add(1)), Subject: pkix.Name{CommonName: name},
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: spec.Name},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages,
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: spec.Usages,
+		IPAddresses: spec.IPs, DNSNames: spec.DNSNames,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, leaf, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
@@ -98,15 +134,8 @@ func (ca *CA) issue(t testing.TB, name string, usages []x509.ExtKeyUsage) Pair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-	p := Pair{CertFile: filepath.Join(ca.Dir, name+".crt"), KeyFile: filepath.Join(ca.Dir, name+".key")}
-	write(t, p.KeyFile, keyPEM)
-	write(t, p.CertFile, certPEM)
-	if p.TLS, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }
 
 func mustKey(t testing.TB) *ecdsa.PrivateKey {
@@ -118,9 +147,14 @@ func mustKey(t testing.TB) *ecdsa.PrivateKey {
 	return key
 }
 
+// write replaces path atomically.
 func write(t testing.TB, path string, b []byte) {
 	t.Helper()
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }

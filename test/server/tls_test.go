@@ -1,113 +1,28 @@
 package server_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/rolisdb/rolis/internal/testca"
 	"github.com/rolisdb/rolis/internal/testserver"
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	dir   string
-	cert  *x509.Certificate
-	key   *ecdsa.PrivateKey
-	pem   []byte
-	file  string
-	label string
-}
-
-func newCA(t *testing.T, label string) *testCA {
+// issue writes a server certificate (127.0.0.1, localhost) or a client
+// certificate of the given serial as NAME.crt and NAME.key in ca's dir.
+func issue(t *testing.T, ca *testca.CA, name string, serial int64, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: label + " test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &testCA{dir: t.TempDir(), cert: cert, key: key, label: label,
-		pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	ca.file = filepath.Join(ca.dir, "ca.pem")
-	writeFile(t, ca.file, ca.pem)
-	return ca
-}
-
-// issue writes a certificate and key signed by ca as NAME.crt, NAME.key.
-func (ca *testCA) issue(t *testing.T, name string, serial int64, server bool) (certFile, keyFile string) {
-	t.Helper()
-	certPEM, keyPEM := ca.issuePEM(t, name, serial, server)
-	certFile, keyFile = filepath.Join(ca.dir, name+".crt"), filepath.Join(ca.dir, name+".key")
-	writeFile(t, keyFile, keyPEM)
-	writeFile(t, certFile, certPEM)
-	return certFile, keyFile
-}
-
-func (ca *testCA) issuePEM(t *testing.T, name string, serial int64, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature,
-	}
+	spec := testca.Spec{Name: name, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-		tmpl.DNSNames = []string{"localhost"}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+		spec = testca.Loopback(name, x509.ExtKeyUsageServerAuth)
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
-// writeFile replaces path atomically (as a rotation by rename would).
-func writeFile(t *testing.T, path string, b []byte) {
-	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (ca *testCA) pool() *x509.CertPool {
-	p := x509.NewCertPool()
-	p.AddCert(ca.cert)
-	return p
+	spec.Serial = serial
+	p := ca.Issue(t, spec)
+	return p.CertFile, p.KeyFile
 }
 
 // servedSerial dials addr with TLS and returns the serial of the server's
@@ -129,21 +44,21 @@ func tlsClient(t *testing.T, addr string, caFile, certFile, keyFile string) *cli
 }
 
 func TestTLS_ClientTrustingTheCAIsServed_WrongCAAndPlaintextAreRefused(t *testing.T) {
-	ca, other := newCA(t, "right"), newCA(t, "wrong")
-	cert, key := ca.issue(t, "server", 10, true)
+	ca, other := testca.New(t, "right"), testca.New(t, "wrong")
+	cert, key := issue(t, ca, "server", 10, true)
 	c := testserver.Start(t, testserver.Options{
 		Args:     []string{"--tls-cert=" + cert, "--tls-key=" + key},
-		ProbeTLS: &tls.Config{RootCAs: ca.pool()},
+		ProbeTLS: &tls.Config{RootCAs: ca.Pool()},
 	})
 	m := c.Member(1)
 	ctx := ctxFor(t, 30*time.Second)
 
-	good := tlsClient(t, m.ClientAddr, ca.file, "", "")
+	good := tlsClient(t, m.ClientAddr, ca.CAFile, "", "")
 	mustPut(t, good, "secret", "v")
 	if v, _ := mustGet(t, good, "secret"); v != "v" {
 		t.Fatalf("get over TLS = %q", v)
 	}
-	adm, err := client.NewAdmin(ctx, client.Config{Endpoints: []string{m.AdminAddr}, CAFile: ca.file})
+	adm, err := client.NewAdmin(ctx, client.Config{Endpoints: []string{m.AdminAddr}, CAFile: ca.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +67,7 @@ func TestTLS_ClientTrustingTheCAIsServed_WrongCAAndPlaintextAreRefused(t *testin
 		t.Fatalf("admin Status over TLS: %v", err)
 	}
 
-	wrong := tlsClient(t, m.ClientAddr, other.file, "", "")
+	wrong := tlsClient(t, m.ClientAddr, other.CAFile, "", "")
 	if _, _, err := wrong.Get(ctx, []byte("secret")); err == nil {
 		t.Fatal("a client trusting another CA was served")
 	} else {
@@ -162,7 +77,7 @@ func TestTLS_ClientTrustingTheCAIsServed_WrongCAAndPlaintextAreRefused(t *testin
 	if _, _, err := plain.Get(ctx, []byte("secret")); err == nil {
 		t.Fatal("a plaintext client was served by a TLS server")
 	}
-	if _, err := servedSerial(t, m.ClientAddr, &tls.Config{RootCAs: other.pool()}); err == nil {
+	if _, err := servedSerial(t, m.ClientAddr, &tls.Config{RootCAs: other.Pool()}); err == nil {
 		t.Fatal("TLS handshake verified against the wrong CA")
 	}
 	mustPut(t, good, "after", "refusals") // still serving
@@ -174,41 +89,41 @@ func TestTLS_ClientTrustingTheCAIsServed_WrongCAAndPlaintextAreRefused(t *testin
 	if _, ok := fams["rolis_commits_total"]; !ok {
 		t.Error("plain-HTTP /metrics of a TLS server lacks rolis_commits_total")
 	}
-	if _, err := servedSerial(t, m.MetricsAddr, &tls.Config{RootCAs: ca.pool()}); err == nil {
+	if _, err := servedSerial(t, m.MetricsAddr, &tls.Config{RootCAs: ca.Pool()}); err == nil {
 		t.Error("the metrics port answered a TLS handshake; update docs/operations.md (TLS) if this is intended")
 	}
 }
 
 func TestMTLS_ClientCertificateRequiredAndVerified(t *testing.T) {
-	ca, other := newCA(t, "right"), newCA(t, "wrong")
-	scert, skey := ca.issue(t, "server", 10, true)
-	ccert, ckey := ca.issue(t, "client", 11, false)
-	ocert, okey := other.issue(t, "intruder", 12, false)
+	ca, other := testca.New(t, "right"), testca.New(t, "wrong")
+	scert, skey := issue(t, ca, "server", 10, true)
+	ccert, ckey := issue(t, ca, "client", 11, false)
+	ocert, okey := issue(t, other, "intruder", 12, false)
 	probeCert, err := tls.LoadX509KeyPair(ccert, ckey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := testserver.Start(t, testserver.Options{
-		Args:     []string{"--tls-cert=" + scert, "--tls-key=" + skey, "--tls-ca=" + ca.file},
-		ProbeTLS: &tls.Config{RootCAs: ca.pool(), Certificates: []tls.Certificate{probeCert}},
+		Args:     []string{"--tls-cert=" + scert, "--tls-key=" + skey, "--tls-ca=" + ca.CAFile},
+		ProbeTLS: &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{probeCert}},
 	})
 	m := c.Member(1)
 	ctx := ctxFor(t, 30*time.Second)
 
-	good := tlsClient(t, m.ClientAddr, ca.file, ccert, ckey)
+	good := tlsClient(t, m.ClientAddr, ca.CAFile, ccert, ckey)
 	mustPut(t, good, "k", "v")
 
-	noCert := tlsClient(t, m.ClientAddr, ca.file, "", "")
+	noCert := tlsClient(t, m.ClientAddr, ca.CAFile, "", "")
 	if err := noCert.Put(ctx, []byte("k"), []byte("nocert")); err == nil {
 		t.Fatal("a client without a certificate was served under mTLS")
 	} else {
 		t.Logf("no client certificate refused: %v", err)
 	}
-	intruder := tlsClient(t, m.ClientAddr, ca.file, ocert, okey)
+	intruder := tlsClient(t, m.ClientAddr, ca.CAFile, ocert, okey)
 	if err := intruder.Put(ctx, []byte("k"), []byte("intruder")); err == nil {
 		t.Fatal("a client certificate of another CA was accepted")
 	}
-	adminNoCert, err := client.NewAdmin(ctx, client.Config{Endpoints: []string{m.AdminAddr}, CAFile: ca.file})
+	adminNoCert, err := client.NewAdmin(ctx, client.Config{Endpoints: []string{m.AdminAddr}, CAFile: ca.CAFile})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,23 +139,23 @@ func TestMTLS_ClientCertificateRequiredAndVerified(t *testing.T) {
 // The server checks its certificate files every --tls-refresh-interval and
 // serves a rotated certificate on new connections without a restart.
 func TestTLSCertificateRotationIsPickedUpWithoutRestart(t *testing.T) {
-	ca := newCA(t, "rotating")
-	cert, key := ca.issue(t, "server", 100, true)
+	ca := testca.New(t, "rotating")
+	cert, key := issue(t, ca, "server", 100, true)
 	c := testserver.Start(t, testserver.Options{
 		Args:     []string{"--tls-cert=" + cert, "--tls-key=" + key, "--tls-refresh-interval=1s"},
-		ProbeTLS: &tls.Config{RootCAs: ca.pool()},
+		ProbeTLS: &tls.Config{RootCAs: ca.Pool()},
 	})
 	m := c.Member(1)
-	cfg := &tls.Config{RootCAs: ca.pool()}
+	cfg := &tls.Config{RootCAs: ca.Pool()}
 	if s, err := servedSerial(t, m.ClientAddr, cfg); err != nil || s != 100 {
 		t.Fatalf("initial serial %d, %v", s, err)
 	}
 	pid := m.Pid()
 	// Rotate: new key and certificate (key first, as a rename-based rotation
 	// would leave them briefly mismatched either way).
-	certPEM, keyPEM := ca.issuePEM(t, "server", 200, true)
-	writeFile(t, key, keyPEM)
-	writeFile(t, cert, certPEM)
+	if c, k := issue(t, ca, "server", 200, true); c != cert || k != key {
+		t.Fatalf("the new certificate went to %s and %s, not over %s and %s", c, k, cert, key)
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	var last int64
 	for time.Now().Before(deadline) {
@@ -257,6 +172,6 @@ func TestTLSCertificateRotationIsPickedUpWithoutRestart(t *testing.T) {
 	if m.Pid() != pid || !m.Running() {
 		t.Fatal("the server restarted")
 	}
-	cl := tlsClient(t, m.ClientAddr, ca.file, "", "")
+	cl := tlsClient(t, m.ClientAddr, ca.CAFile, "", "")
 	mustPut(t, cl, "rotated", "yes")
 }
