@@ -91,7 +91,7 @@ PUT_IFs on the values read (two round trips; a mismatch counts as an
 abort). The keys are loaded first unless --no-load.
 
 API forms:
-  --batch=N (default 16)   batched: --pipeline transactions in flight on each
+  --batch=N (default 32)   batched: --pipeline transactions in flight on each
                            of --concurrency ExecuteBatchStream streams, N
                            transactions per stream message;
   --batch=0                pipelined: --pipeline transactions in flight on each
@@ -110,7 +110,7 @@ second; a warm-up of --warmup seconds is not measured.`,
 	f.Float64Var(&o.warmup, "warmup", 1, "unmeasured warm-up in seconds before the measurement")
 	f.IntVar(&o.concurrency, "concurrency", 0, "streams (batched, pipelined) or goroutines (unary); 0 = 1 stream, or 16 goroutines")
 	f.IntVar(&o.pipeline, "pipeline", 128, "transactions in flight per stream; 0 = unary Execute calls")
-	f.IntVar(&o.batch, "batch", 16, "transactions per stream message (ExecuteBatchStream); 0 = one per message (ExecuteStream)")
+	f.IntVar(&o.batch, "batch", 32, "transactions per stream message (ExecuteBatchStream); 0 = one per message (ExecuteStream)")
 	f.IntVar(&o.conns, "conns", 0, "HTTP/2 connections (0 = one per 2 streams; unary: min(concurrency, 4))")
 	f.Uint64Var(&o.keys, "keys", 1000000, "records")
 	f.IntVar(&o.valueSize, "value-size", 8, "bytes per value")
