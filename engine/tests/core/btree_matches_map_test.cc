@@ -1,6 +1,7 @@
 // The index behaves exactly like std::map under random single-threaded
 // inserts, removals, lookups and limited scans, for short keys, long keys
-// and keys sharing long prefixes, and keeps its structural invariants.
+// keys sharing long prefixes and TPC-C-like keys that tie on their first
+// 8 bytes, and keeps its structural invariants.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -13,7 +14,7 @@
 namespace rolis::core {
 namespace {
 
-enum class KeyShape { kShort, kMixed, kLongSharedPrefix };
+enum class KeyShape { kShort, kMixed, kLongSharedPrefix, kTiedFirstSlice };
 
 std::string RandomKey(std::mt19937_64& rng, KeyShape shape) {
   static const std::string prefix(300, 'p');
@@ -34,6 +35,14 @@ std::string RandomKey(std::mt19937_64& rng, KeyShape shape) {
       std::string k = prefix.substr(0, 8 + rng() % 292);
       size_t tail = rng() % 6;
       for (size_t i = 0; i < tail; ++i) k.push_back(static_cast<char>(rng() % 3));
+      return k;
+    }
+    case KeyShape::kTiedFirstSlice: {
+      // One of 3 eight-byte prefixes, then 0..12 bytes: keys of 8..20 bytes
+      // that tie on the first slice, some on both slices.
+      std::string k(8, static_cast<char>(rng() % 3));
+      size_t tail = rng() % 13;
+      for (size_t i = 0; i < tail; ++i) k.push_back(static_cast<char>(rng() % 5 == 0 ? 0 : rng() % 256));
       return k;
     }
   }
@@ -110,7 +119,8 @@ TEST_P(BTreeMatchesMapTest, RandomOperationsAgreeWithStdMap) {
 INSTANTIATE_TEST_SUITE_P(Seeds, BTreeMatchesMapTest,
                          ::testing::Combine(::testing::Values(1, 2, 3, 42),
                                             ::testing::Values(KeyShape::kShort, KeyShape::kMixed,
-                                                              KeyShape::kLongSharedPrefix)));
+                                                              KeyShape::kLongSharedPrefix,
+                                                              KeyShape::kTiedFirstSlice)));
 
 TEST(BTreeTest, SequentialAndReverseInsertsStaySorted) {
   BTree tree;
