@@ -109,10 +109,11 @@ bool BTree::Remove(const KeyRef& k, const Record* expected) {
     }
     if (!TryUpgrade(leaf, v)) continue;
     for (int i = pos; i + 1 < n; ++i) {
-      StoreSlices(leaf->keys[i], leaf->keys[i + 1].s0, leaf->keys[i + 1].s1);
-      St(leaf->tagged[i], leaf->tagged[i + 1]);
+      St(leaf->s0[i], leaf->s0[i + 1]);
+      St(leaf->slots[i].s1, leaf->slots[i + 1].s1);
+      St(leaf->slots[i].tagged, leaf->slots[i + 1].tagged);
     }
-    St(leaf->tagged[n - 1], uint64_t{0});
+    St(leaf->slots[n - 1].tagged, uint64_t{0});
     St(leaf->count, n - 1);
     UnlockNode(leaf);
     return true;
@@ -124,8 +125,8 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent, bool append) {
   int half = append ? n - 1 : n / 2;
   Leaf* nl = NewLeaf();
   for (int i = half; i < n; ++i) {
-    nl->keys[i - half] = leaf->keys[i];
-    nl->tagged[i - half] = leaf->tagged[i];
+    nl->s0[i - half] = leaf->s0[i];
+    nl->slots[i - half] = leaf->slots[i];
   }
   nl->count = static_cast<uint16_t>(n - half);
   nl->next = leaf->next;
@@ -141,7 +142,7 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent, bool append) {
 
   St(leaf->next, nl);
   for (int i = half; i < n; ++i) {
-    St(leaf->tagged[i], uint64_t{0});
+    St(leaf->slots[i].tagged, uint64_t{0});
   }
   St(leaf->count, half);
   if (parent) {
@@ -158,13 +159,14 @@ void BTree::SplitInnerLocked(Inner* in, Inner* parent, bool append) {
   Inner* ni = NewInner();
   ni->level = in->level;
   for (int i = mid + 1; i < n; ++i) {
-    ni->keys[i - mid - 1] = in->keys[i];
+    ni->s0[i - mid - 1] = in->s0[i];
+    ni->s1[i - mid - 1] = in->s1[i];
     ni->lens[i - mid - 1] = in->lens[i];
     ni->full[i - mid - 1] = in->full[i];
   }
   for (int i = mid + 1; i <= n; ++i) ni->children[i - mid - 1] = in->children[i];
   ni->count = static_cast<uint16_t>(n - mid - 1);
-  Sep up{in->keys[mid].s0, in->keys[mid].s1, in->lens[mid], in->full[mid]};
+  Sep up{in->s0[mid], in->s1[mid], in->lens[mid], in->full[mid]};
   St(in->count, mid);
   for (int i = mid; i < n; ++i) {
     St(in->full[i], nullptr);
@@ -182,12 +184,14 @@ void BTree::AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBa
   int j = 0;
   while (j <= n && parent->children[j] != left) ++j;
   for (int i = n; i > j; --i) {
-    StoreSlices(parent->keys[i], parent->keys[i - 1].s0, parent->keys[i - 1].s1);
+    St(parent->s0[i], parent->s0[i - 1]);
+    St(parent->s1[i], parent->s1[i - 1]);
     St(parent->lens[i], parent->lens[i - 1]);
     St(parent->full[i], parent->full[i - 1]);
     St(parent->children[i + 1], parent->children[i]);
   }
-  StoreSlices(parent->keys[j], sep.s0, sep.s1);
+  St(parent->s0[j], sep.s0);
+  St(parent->s1[j], sep.s1);
   St(parent->lens[j], sep.len);
   St(parent->full[j], sep.full);
   St(parent->children[j + 1], right);
@@ -197,7 +201,8 @@ void BTree::AddChildLocked(Inner* parent, NodeBase* left, const Sep& sep, NodeBa
 void BTree::NewRootLocked(NodeBase* left, const Sep& sep, NodeBase* right) {
   Inner* r = NewInner();
   r->level = static_cast<uint8_t>(left->level + 1);
-  r->keys[0] = {sep.s0, sep.s1};
+  r->s0[0] = sep.s0;
+  r->s1[0] = sep.s1;
   r->lens[0] = sep.len;
   r->full[0] = sep.full;
   r->children[0] = left;
@@ -211,7 +216,7 @@ namespace {
 std::string SepBytes(const Inner* in, int i) {
   if (in->full[i]) return std::string(in->full[i]->data(), in->full[i]->len);
   char buf[16];
-  uint64_t a = __builtin_bswap64(in->keys[i].s0), b = __builtin_bswap64(in->keys[i].s1);
+  uint64_t a = __builtin_bswap64(in->s0[i]), b = __builtin_bswap64(in->s1[i]);
   std::memcpy(buf, &a, 8);
   std::memcpy(buf + 8, &b, 8);
   return std::string(buf, in->lens[i]);
@@ -224,7 +229,7 @@ bool CheckNode(const NodeBase* n, const std::string* lo, const std::string* hi, 
     for (int i = 0; i < l->count; ++i) {
       std::string_view k = l->rec(i)->key();
       KeyRef kr(k);
-      if (l->keys[i].s0 != kr.s0 || l->keys[i].s1 != kr.s1 || UntagLen(l->tagged[i]) != kr.len) {
+      if (l->s0[i] != kr.s0 || l->slots[i].s1 != kr.s1 || UntagLen(l->slots[i].tagged) != kr.len) {
         *why = "leaf slot does not match its record's key";
         return false;
       }

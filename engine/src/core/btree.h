@@ -48,27 +48,17 @@ struct NodeBase {
   uint8_t level = 0;  // 0 for leaves; an inner node is one above its children
 };
 
-// Nodes keep the first 16 bytes of their keys as (s0, s1) slice pairs in
-// one array, searched as 128-bit numbers: one branchless binary search
-// settles every key that differs from the others within 16 bytes (TPC-C's
-// keys share their first 8 bytes across whole nodes, so searching s0 alone
-// ended in a second search on s1). Only keys equal on all 16 bytes (length
-// or bytes past 16 differ) need a full compare.
-struct KeySlices {
-  uint64_t s0;
+// Nodes keep their keys as arrays (structure of arrays): a search first
+// runs a branchless binary search over the first 8-byte slices, which sit
+// in four consecutive cache lines, and compares further only on ties.
+// A leaf slot: the second slice and the record pointer tagged with the key
+// length in its top 16 bits (user-space pointers use 47), so an exact
+// lookup reads one slot line after the s0 search and never sees a length
+// and a pointer from different keys.
+struct LeafSlot {
   uint64_t s1;
+  uint64_t tagged;
 };
-using Slice128 = unsigned __int128;
-inline Slice128 PackSlices(uint64_t s0, uint64_t s1) { return (static_cast<Slice128>(s0) << 64) | s1; }
-inline Slice128 LoadSlices(const KeySlices& p) { return PackSlices(Ld(p.s0), Ld(p.s1)); }
-inline void StoreSlices(KeySlices& p, uint64_t s0, uint64_t s1) {
-  St(p.s0, s0);
-  St(p.s1, s1);
-}
-
-// A leaf's record pointers are tagged with the key length in their top 16
-// bits (user-space pointers use 47), so an exact lookup reads one word after
-// the search and never sees a length and a pointer from different keys.
 inline constexpr uint64_t kPtrMask = (uint64_t{1} << 48) - 1;
 inline uint64_t TagRecord(const Record* r, uint32_t len) {
   return reinterpret_cast<uint64_t>(r) | (static_cast<uint64_t>(len) << 48);
@@ -78,9 +68,9 @@ inline uint32_t UntagLen(uint64_t t) { return static_cast<uint32_t>(t >> 48); }
 
 struct alignas(64) Leaf : NodeBase {
   Leaf* next;
-  alignas(64) KeySlices keys[kLeafCap];
-  uint64_t tagged[kLeafCap];
-  Record* rec(int i) const { return UntagRecord(Ld(tagged[i])); }
+  alignas(64) uint64_t s0[kLeafCap];
+  LeafSlot slots[kLeafCap];
+  Record* rec(int i) const { return UntagRecord(Ld(slots[i].tagged)); }
 };
 
 // A separator longer than 16 bytes, owned by the inner node that holds it.
@@ -91,14 +81,15 @@ struct SepKey {
 
 struct alignas(64) Inner : NodeBase {
   // Separators; child i holds keys in [sep[i-1], sep[i]).
-  alignas(64) KeySlices keys[kInnerCap];
+  alignas(64) uint64_t s0[kInnerCap];
+  uint64_t s1[kInnerCap];
   NodeBase* children[kInnerCap + 1];
   const SepKey* full[kInnerCap];  // non-null iff lens[i] > 16
   uint16_t lens[kInnerCap];
 };
 
 // Starts fetching every line a search of `n` may read (header, slices,
-// child pointers or record pointers), so the misses of one level overlap and a
+// child pointers or record slots), so the misses of one level overlap and a
 // descent costs about one memory round trip per level.
 // (Inline asm: GCC 12 silently drops __builtin_prefetch here once inlined.)
 inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
@@ -111,10 +102,10 @@ inline void PrefetchBytes(const void* n) {
 // `leaf` comes from the parent's level, so choosing does not wait for n.
 inline void PrefetchNode(const NodeBase* n, bool leaf) {
   if (leaf) {
-    PrefetchBytes<sizeof(Leaf)>(n);  // header, keys, record pointers: the whole leaf
+    PrefetchBytes<sizeof(Leaf)>(n);  // header, s0, slots: the whole leaf
   } else {
     const Inner* in = static_cast<const Inner*>(n);
-    PrefetchBytes<64 + sizeof(in->keys)>(in);  // header and keys
+    PrefetchBytes<64 + sizeof(in->s0)>(in);  // header and s0
     PrefetchBytes<sizeof(in->children)>(in->children);
   }
 }
@@ -144,31 +135,34 @@ inline void UnlockNode(NodeBase* n) { n->version.fetch_add(2, std::memory_order_
 inline int ClampCount(int n, int cap) { return n > cap ? cap : n; }
 
 // Branchless: first i in [0, n) with a[i] >= x (n if none).
-inline int LowerBoundSlices(const KeySlices* a, int n, Slice128 x) {
+inline int LowerBoundU64(const uint64_t* a, int n, uint64_t x) {
   if (n <= 0) return 0;
-  const KeySlices* base = a;
+  const uint64_t* base = a;
   int len = n;
   while (len > 1) {
     int half = len >> 1;
-    // A mask, not a ternary: GCC 12 turns the ternary into a branch here,
-    // which mispredicts on every other step of a random search.
-    const size_t lt = LoadSlices(base[half - 1]) < x;
-    base += static_cast<size_t>(half) & (0 - lt);
+    base = (Ld(base[half - 1]) < x) ? base + half : base;
     len -= half;
   }
-  return static_cast<int>(base - a) + (LoadSlices(*base) < x ? 1 : 0);
+  return static_cast<int>(base - a) + (Ld(*base) < x ? 1 : 0);
 }
 
-// End of the run of slots from `lo` whose slices equal x (lo's do).
-inline int EndOfTies(const KeySlices* a, int lo, int n, Slice128 x) {
-  int hi = lo + 1;
-  while (hi < n && LoadSlices(a[hi]) == x) ++hi;
-  return hi;
+// Branchless: first i in [0, n) with a[i] > x (n if none).
+inline int UpperBoundU64(const uint64_t* a, int n, uint64_t x) {
+  if (n <= 0) return 0;
+  const uint64_t* base = a;
+  int len = n;
+  while (len > 1) {
+    int half = len >> 1;
+    base = (Ld(base[half - 1]) <= x) ? base + half : base;
+    len -= half;
+  }
+  return static_cast<int>(base - a) + (Ld(*base) <= x ? 1 : 0);
 }
 
 inline int CompareLeafSlot(const Leaf* l, int i, const KeyRef& k) {
-  const uint64_t t = Ld(l->tagged[i]);
-  return CompareStored(Ld(l->keys[i].s0), Ld(l->keys[i].s1), UntagLen(t), k, [&](const char** p, uint32_t* n) {
+  const uint64_t t = Ld(l->slots[i].tagged);
+  return CompareStored(Ld(l->s0[i]), Ld(l->slots[i].s1), UntagLen(t), k, [&](const char** p, uint32_t* n) {
     const Record* r = UntagRecord(t);
     if (!r) return false;
     *p = r->key_data();
@@ -178,26 +172,25 @@ inline int CompareLeafSlot(const Leaf* l, int i, const KeyRef& k) {
 }
 
 inline int CompareInnerSlot(const Inner* in, int i, const KeyRef& k) {
-  return CompareStored(Ld(in->keys[i].s0), Ld(in->keys[i].s1), Ld(in->lens[i]), k,
-                       [&](const char** p, uint32_t* n) {
-                         const SepKey* f = Ld(in->full[i]);
-                         if (!f) return false;
-                         *p = f->data();
-                         *n = f->len;
-                         return true;
-                       });
+  return CompareStored(Ld(in->s0[i]), Ld(in->s1[i]), Ld(in->lens[i]), k, [&](const char** p, uint32_t* n) {
+    const SepKey* f = Ld(in->full[i]);
+    if (!f) return false;
+    *p = f->data();
+    *n = f->len;
+    return true;
+  });
 }
 
 // First slot whose key is >= k; *exact if that slot's key equals k.
 inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
-  const Slice128 x = PackSlices(k.s0, k.s1);
-  int lo = LowerBoundSlices(l->keys, n, x);
-  if (lo == n || LoadSlices(l->keys[lo]) != x) {
+  int lo = LowerBoundU64(l->s0, n, k.s0);
+  if (lo == n || Ld(l->s0[lo]) != k.s0) {
     *exact = false;
     return lo;
   }
-  // Equal on 16 bytes: full compares over the tied run (usually one slot).
-  int hi = EndOfTies(l->keys, lo, n, x);
+  // Ties on the first slice: binary search the tied run with full compares
+  // (usually a run of one).
+  int hi = (lo + 1 == n || Ld(l->s0[lo + 1]) != k.s0) ? lo + 1 : lo + UpperBoundU64(l->s0 + lo, n - lo, k.s0);
   int found = 0;
   while (lo < hi) {
     int mid = (lo + hi) >> 1;
@@ -215,10 +208,9 @@ inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
 
 // Index of the child that covers k: the number of separators <= k.
 inline int InnerChildIndex(const Inner* in, int n, const KeyRef& k) {
-  const Slice128 x = PackSlices(k.s0, k.s1);
-  int lo = LowerBoundSlices(in->keys, n, x);
-  if (lo == n || LoadSlices(in->keys[lo]) != x) return lo;
-  int hi = EndOfTies(in->keys, lo, n, x);
+  int lo = LowerBoundU64(in->s0, n, k.s0);
+  if (lo == n || Ld(in->s0[lo]) != k.s0) return lo;
+  int hi = lo + UpperBoundU64(in->s0 + lo, n - lo, k.s0);
   while (lo < hi) {
     int mid = (lo + hi) >> 1;
     if (CompareInnerSlot(in, mid, k) <= 0) {
@@ -365,11 +357,13 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
     }
     if (!TryUpgrade(leaf, v)) continue;
     for (int i = n; i > pos; --i) {
-      StoreSlices(leaf->keys[i], leaf->keys[i - 1].s0, leaf->keys[i - 1].s1);
-      St(leaf->tagged[i], leaf->tagged[i - 1]);
+      St(leaf->s0[i], leaf->s0[i - 1]);
+      St(leaf->slots[i].s1, leaf->slots[i - 1].s1);
+      St(leaf->slots[i].tagged, leaf->slots[i - 1].tagged);
     }
-    StoreSlices(leaf->keys[pos], k.s0, k.s1);
-    St(leaf->tagged[pos], TagRecord(rec, k.len));
+    St(leaf->s0[pos], k.s0);
+    St(leaf->slots[pos].s1, k.s1);
+    St(leaf->slots[pos].tagged, TagRecord(rec, k.len));
     St(leaf->count, n + 1);
     UnlockNode(leaf);
     if (obs) obs->OnLeafChanged(leaf, v, v + 4);
