@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -32,10 +31,7 @@ import (
 // After each kill the killed member is restarted (empty: it catches up by
 // state transfer) and the next kill waits until it has caught up.
 func TestFailoverGap(t *testing.T) {
-	runs, _ := strconv.Atoi(os.Getenv("ROLIS_FAILOVER_GAP_RUNS"))
-	if runs <= 0 {
-		t.Skip("a benchmark: set ROLIS_FAILOVER_GAP_RUNS=N to run it")
-	}
+	runs := runsFromEnv(t, "ROLIS_FAILOVER_GAP_RUNS", "a benchmark: set ROLIS_FAILOVER_GAP_RUNS=N to run it")
 	electionTimeout := os.Getenv("ROLIS_FAILOVER_GAP_ELECTION_TIMEOUT")
 	if electionTimeout == "" {
 		electionTimeout = "300ms"

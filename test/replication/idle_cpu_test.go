@@ -27,10 +27,7 @@ import (
 // The members run with rolisd's defaults (batch timeout 1 ms, epoch period
 // 40 ms, 2 worker threads).
 func TestIdleCPU(t *testing.T) {
-	runs, _ := strconv.Atoi(os.Getenv("ROLIS_IDLE_RUNS"))
-	if runs <= 0 {
-		t.Skip("a benchmark: set ROLIS_IDLE_RUNS=N to run it")
-	}
+	runs := runsFromEnv(t, "ROLIS_IDLE_RUNS", "a benchmark: set ROLIS_IDLE_RUNS=N to run it")
 	window := 10 * time.Second
 	c := testserver.Start(t, testserver.Options{Members: 3, Args: []string{"--worker-threads=2"}})
 	cl := &cluster{t: t, c: c}

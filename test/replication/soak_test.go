@@ -18,10 +18,7 @@ import (
 // when the leader is gone, and checks the invariants of the package.
 // ROLIS_SOAK_SEED sets the first seed.
 func TestSoak(t *testing.T) {
-	runs, _ := strconv.Atoi(os.Getenv("ROLIS_SOAK_RUNS"))
-	if runs <= 0 {
-		t.Skip("set ROLIS_SOAK_RUNS (make soak)")
-	}
+	runs := runsFromEnv(t, "ROLIS_SOAK_RUNS", "set ROLIS_SOAK_RUNS (make soak)")
 	first := uint64(1)
 	if s, err := strconv.ParseUint(os.Getenv("ROLIS_SOAK_SEED"), 10, 64); err == nil {
 		first = s
