@@ -275,15 +275,18 @@ func (c *Client) route(ctx context.Context, idempotent bool, call func(ep *endpo
 		if err == nil {
 			return nil
 		}
+		// The target did not answer in time: a paused or cut-off member
+		// keeps its connection open, so without this every later call
+		// would wait on it too. The next call starts at another endpoint
+		// (which redirects to the leader); this one is not sent again, its
+		// outcome is unknown. The server's DEADLINE_EXCEEDED counts too: it
+		// gets the caller's deadline and may report it before the caller's
+		// own timer fires.
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+			c.rotate(ep)
+			return err
+		}
 		if ctx.Err() != nil {
-			// The target did not answer in time: a paused or cut-off
-			// member keeps its connection open, so without this every
-			// later call would wait on it too. The next call starts at
-			// another endpoint (which redirects to the leader); this one
-			// is not sent again, its outcome is unknown.
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				c.rotate(ep)
-			}
 			return err
 		}
 		if hop >= c.cfg.MaxRedirects {
