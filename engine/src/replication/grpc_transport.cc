@@ -144,6 +144,12 @@ GrpcTransport::GrpcTransport(Options o) : o_(std::move(o)) {
   args_.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 2000);
   args_.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
   args_.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  // A peer is named by DNS (a pod of the StatefulSet's headless Service) and
+  // comes back at a new IP after its pod is replaced. A failed connection
+  // asks the resolver again, but gRPC allows that at most every 30 s by
+  // default, so a failover soon after an earlier restart kept dialling the
+  // old IP and the candidate missed that member's promise.
+  args_.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
   for (const Peer& p : o_.peers) AddPeer(p.id, p.address);
 }
 
