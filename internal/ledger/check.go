@@ -51,17 +51,19 @@ func (w *Workload) Check(snaps []Snapshot) string {
 		if total := BankTotal(s.State); total != Accounts*Initial {
 			t.Errorf("%s: bank total %d, want %d", s.What, total, Accounts*Initial)
 		}
-		missing := 0
+		var missing []string
 		for k := range w.inserts {
 			if _, ok := s.State[k]; !ok {
-				if missing < 5 {
-					t.Errorf("%s: acknowledged insert %s is missing", s.What, k)
-				}
-				missing++
+				missing = append(missing, k)
 			}
 		}
-		if missing > 0 {
-			t.Errorf("%s: %d acknowledged inserts missing", s.What, missing)
+		if len(missing) > 0 {
+			// One report with the range: a test framework may stop at the
+			// first error, and which keys are missing tells a stale
+			// snapshot (every later key) from a gap in replay (a window).
+			sort.Strings(missing)
+			t.Errorf("%s: %d of %d acknowledged inserts missing: %s", s.What, len(missing), len(w.inserts),
+				sampleKeys(missing, 10))
 		}
 		if !s.Leader && leaderState != nil && len(s.State) != len(leaderState) {
 			t.Errorf("%s: %d keys, the leader has %d", s.What, len(s.State), len(leaderState))
@@ -201,4 +203,13 @@ func (w *Workload) WriteHistory(out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// sampleKeys lists up to n keys of sorted, the first and last ones when
+// there are more.
+func sampleKeys(sorted []string, n int) string {
+	if len(sorted) <= n {
+		return strings.Join(sorted, " ")
+	}
+	return strings.Join(sorted[:n/2], " ") + " ... " + strings.Join(sorted[len(sorted)-n/2:], " ")
 }
