@@ -53,7 +53,7 @@ std::string_view MethodName(Method m) {
 }
 
 std::string_view AbortReasonName(AbortReason r) {
-  static constexpr std::string_view kNames[] = {"conflict", "condition", "client", "expired", "error", "shutdown"};
+  static constexpr std::string_view kNames[] = {"conflict", "condition", "client", "expired", "error", "shutdown", "not_leader"};
   static_assert(std::size(kNames) == static_cast<size_t>(AbortReason::kCount));
   return kNames[static_cast<int>(r)];
 }

@@ -51,6 +51,7 @@ enum class AbortReason : uint8_t {
   kExpired,    // idle timeout
   kError,      // an operation failed (bad input, limit) and the one-shot was rolled back
   kShutdown,   // open at shutdown
+  kNotLeader,  // read-write, open when this member stopped leading (it can never commit)
   kCount
 };
 std::string_view AbortReasonName(AbortReason r);

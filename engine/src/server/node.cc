@@ -139,6 +139,7 @@ void Node::ReaperLoop() {
     if (stop_reaper_) break;
     lock.unlock();
     ReapExpired(Clock::now());
+    AbortUncommittable();
     // Let reclamation advance past workers that sit idle.
     for (size_t i = 0; i < pool_->size(); i++) {
       WorkerPool::Slot& s = pool_->slot(i);
@@ -150,6 +151,25 @@ void Node::ReaperLoop() {
     }
     lock.lock();
   }
+}
+
+// A read-write transaction that a client left open on a leader that was
+// then paused or deposed (the client gave up on it) would otherwise stay
+// until its idle timeout, and while it is open the engine's snapshot epoch
+// cannot pass the epoch it began in: this member's read-only snapshots
+// (a follower's reads) would stay at the moment it stopped leading.
+size_t Node::AbortUncommittable() {
+  if (replicator_->writable()) return 0;
+  size_t n = 0;
+  for (auto& t : txns_.All()) {
+    if (t->read_only) continue;
+    std::unique_lock<std::mutex> lock(t->slot->mu);
+    if (!t->finished && !replicator_->writable()) {
+      Finish(t.get(), true, AbortReason::kNotLeader);
+      n++;
+    }
+  }
+  return n;
 }
 
 size_t Node::ReapExpired(Clock::time_point now) {

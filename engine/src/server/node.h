@@ -94,6 +94,10 @@ class Node {
   // Aborts transactions idle past their timeout; returns how many. Runs on
   // the reaper thread every reaper_period; exposed for tests.
   size_t ReapExpired(Clock::time_point now);
+  // Aborts every open read-write transaction when this member does not lead
+  // (it could never commit them); returns how many. Runs on the reaper
+  // thread; exposed for tests.
+  size_t AbortUncommittable();
 
   int64_t open_txns() const { return txns_.size(); }
   // Per stream, the mutex held around every transaction on its worker (for

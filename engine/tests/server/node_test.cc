@@ -387,6 +387,25 @@ TEST_F(NodeTest, LeadershipLostBeforeCommitAbortsTheTransaction) {
   EXPECT_EQ(node_->open_txns(), 0);
 }
 
+TEST_F(NodeTest, ReadWriteTransactionsLeftOpenOnADeposedLeaderAreAbortedReadOnlyOnesStay) {
+  RoleReplicator r;
+  r.role_ = Role::kLeader;
+  Open({}, {}, 2, &r);
+  uint64_t rw = BeginTxn();
+  ASSERT_TRUE(TxnPut(rw, "a", "1").ok());
+  uint64_t ro = BeginTxn(/*read_only=*/true);
+  EXPECT_EQ(node_->AbortUncommittable(), 0u);  // still leading: nothing to do
+  EXPECT_EQ(node_->open_txns(), 2);
+  r.role_ = Role::kFollower;
+  EXPECT_EQ(node_->AbortUncommittable(), 1u);
+  EXPECT_EQ(node_->open_txns(), 1);
+  EXPECT_EQ(metrics_.aborts(AbortReason::kNotLeader), 1u);
+  EXPECT_EQ(TxnCommit(rw).error_code(), StatusCode::NOT_FOUND);
+  EXPECT_TRUE(TxnCommit(ro).ok());
+  r.role_ = Role::kLeader;
+  EXPECT_EQ(Read("a"), std::nullopt);
+}
+
 TEST_F(NodeTest, OneShotsInterleaveWithOpenInteractiveTransactionsOnEveryWorker) {
   Open({}, {}, 1);
   EXPECT_TRUE(node_->multi_txn_workers());
