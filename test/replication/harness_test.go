@@ -49,6 +49,8 @@ type clusterOptions struct {
 	// memberArgs adds flags per member; tls configures the harness's
 	// clients (admin calls, workload) when the members serve TLS.
 	memberArgs func(id int) []string
+	// workers is a member's --worker-threads (2 when nil).
+	workers func(id int) int
 	tls        *tls.Config
 }
 
@@ -60,14 +62,19 @@ func startCluster(t testing.TB, o clusterOptions) *cluster {
 	dir := t.TempDir()
 	// Interactive transactions abandoned by clients (their member paused or
 	// cut off) hold a worker until they expire: keep that short.
-	args := append([]string{"--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
+	args := append([]string{"--batch-timeout=1ms", "--epoch-period-ms=10",
 		"--shutdown-grace=1s", "--txn-idle-timeout=2s"}, o.args...)
 	c := testserver.Start(t, testserver.Options{
 		Members: o.members,
 		Initial: o.initial,
 		Args:    args,
 		MemberArgs: func(id int) []string {
-			a := []string{"--test-drop-peers-file=" + filepath.Join(dir, fmt.Sprintf("drop-%d", id))}
+			workers := 2
+			if o.workers != nil {
+				workers = o.workers(id)
+			}
+			a := []string{"--test-drop-peers-file=" + filepath.Join(dir, fmt.Sprintf("drop-%d", id)),
+				fmt.Sprintf("--worker-threads=%d", workers)}
 			if o.memberArgs != nil {
 				a = append(a, o.memberArgs(id)...)
 			}

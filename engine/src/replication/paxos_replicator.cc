@@ -79,7 +79,7 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   const server::ServerConfig& c = o_.config;
   GrpcTransport::Options to;
   to.self = c.id;
-  to.streams = std::max(1u, c.worker_threads);
+  to.streams = std::max({1u, c.replication_streams, c.worker_threads});  // 0 = worker_threads (unfinalized)
   to.drop_peers_file = o_.drop_peers_file;
   ReplicaOptions ro;
   ro.id = c.id;

@@ -230,6 +230,11 @@ void Replica::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
   db_ = db;
   worker_mu_ = std::move(worker_mutexes);
   worker_mu_.resize(opts_.streams, nullptr);
+  // A stream without a worker (more streams than workers) commits nothing;
+  // a mutex of its own lets the loop send its heartbeats, so G moves.
+  for (auto& mu : worker_mu_) {
+    if (mu == nullptr) mu = idle_stream_mu_.emplace_back(std::make_unique<std::mutex>()).get();
+  }
   replay_worker_ = db_->RegisterWorker();
   snapshot_worker_ = db_->RegisterWorker();
 }

@@ -286,6 +286,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
   std::mutex snap_mu_;
   std::vector<std::mutex*> worker_mu_;
+  std::vector<std::unique_ptr<std::mutex>> idle_stream_mu_;  // for streams without a worker
   std::array<std::atomic<uint32_t>, 1024> stream_of_worker_{};
 
   Acceptor acceptor_;

@@ -151,12 +151,12 @@ std::string ServerConfig::Summary() const {
   }
   return fmt::format(
       "listen={} admin_listen={} metrics_listen={} advertise_address={} id={} peers=[{}] election={} "
-      "worker_threads={} tables=[{}] epoch_period={}ms txn_idle_timeout={} max_txn_idle_timeout={} "
+      "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
       "tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
-      election == Election::kNone ? "none" : "builtin", worker_threads, table_list, epoch_period_ms,
+      election == Election::kNone ? "none" : "builtin", worker_threads, replication_streams, table_list, epoch_period_ms,
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
       max_execute_retries, max_key_bytes, max_value_bytes, max_ops_per_txn, max_open_txns, max_scan_limit,
       FormatBytes(max_message_bytes), max_stream_inflight, tls_cert.empty() ? "off" : "on",
@@ -222,8 +222,13 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
 
   // Engine.
   app.add_option("--worker-threads", c.worker_threads,
-                 "Engine workers (one replication stream each); 0 = number of CPUs")
+                 "Engine workers (worker i commits on replication stream i); 0 = number of CPUs")
       ->envname("ROLISD_WORKER_THREADS")->capture_default_str()->group("Engine");
+  app.add_option("--replication-streams", c.replication_streams,
+                 "Replication streams, the same on every member of a cluster; at least --worker-threads "
+                 "(worker i commits on stream i, a stream without a worker only sends heartbeats); "
+                 "0 = --worker-threads")
+      ->envname("ROLISD_REPLICATION_STREAMS")->capture_default_str()->group("Engine");
   app.add_option("--tables", tables,
                  "Tables, comma-separated, created at startup; \"kv\" (the default table) is always present")
       ->envname("ROLISD_TABLES")->capture_default_str()->group("Engine");
@@ -391,6 +396,14 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   // Engine and limits.
   if (c.worker_threads == 0) c.worker_threads = std::max(1u, std::thread::hardware_concurrency());
   if (c.worker_threads > 64) return fail("--worker-threads: at most 64");
+  if (c.replication_streams == 0) c.replication_streams = c.worker_threads;
+  if (c.replication_streams > 64) return fail("--replication-streams: at most 64");
+  if (c.replication_streams < c.worker_threads) {
+    return fail(fmt::format("--replication-streams={} is fewer than --worker-threads={}: each worker needs a "
+                            "stream of its own; raise --replication-streams (the same on every member) or lower "
+                            "--worker-threads",
+                            c.replication_streams, c.worker_threads));
+  }
   if (c.epoch_period_ms == 0 || c.epoch_period_ms > 10000) return fail("--epoch-period-ms: want 1..10000");
   if (c.max_key_bytes == 0 || c.max_key_bytes > 1024 * 1024) return fail("--max-key-bytes: want 1B..1MiB");
   if (c.max_value_bytes > 64 * 1024 * 1024) return fail("--max-value-bytes: at most 64MiB");

@@ -40,6 +40,11 @@ struct ServerConfig {
 
   // Engine.
   uint32_t worker_threads = 0;  // 0 before Finalize: number of CPUs
+  // Replication streams: worker i commits on stream i, so at least
+  // worker_threads; 0 before Finalize = worker_threads. Every member of a
+  // cluster needs the same number, which is why it is its own setting: the
+  // worker count may then differ between members (and change by restarts).
+  uint32_t replication_streams = 0;
   std::vector<std::string> tables = {"kv"};
   uint32_t epoch_period_ms = 40;
 

@@ -83,7 +83,7 @@ Status RolisServer::Start() {
   ro.id = config_.id != 0 ? config_.id : 1;
   ro.client_address = config_.ClientAddress();
   ro.peers_configured = config_.replicated();
-  ro.streams = config_.worker_threads;
+  ro.streams = std::max(config_.replication_streams, config_.worker_threads);
   if (config_.replicated()) {
     for (const Peer& p : config_.peers) {
       v1::Member m;
