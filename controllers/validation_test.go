@@ -54,6 +54,8 @@ var _ = Describe("Validation by the API server", func() {
 			"spec.replicas", "should be greater than or equal to 1"),
 		Entry("negative worker threads", func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = -1 },
 			"spec.workerThreads", "should be greater than or equal to 1"),
+		Entry("more worker threads than replication streams", func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 12 },
+			"spec", "workerThreads must be at most replicationStreams"),
 		Entry("a missing image", func(c *dbv1.RolisCluster) { c.Spec.Image = "" },
 			"spec.image", "should be at least 1 chars long"),
 		Entry("a batch timeout under 10us", func(c *dbv1.RolisCluster) { c.Spec.BatchTimeout = &metav1.Duration{Duration: time.Nanosecond} },
@@ -128,9 +130,14 @@ var _ = Describe("Validation by the API server", func() {
 			err := update(func(c *dbv1.RolisCluster) { c.Spec.Replicas = 2 })
 			Expect(err).To(MatchError(ContainSubstring("replicas must be odd")))
 		})
-		It("rejects a new number of worker threads (replication streams)", func() {
-			err := update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 8 })
-			Expect(err).To(MatchError(ContainSubstring("workerThreads is immutable")))
+		It("rejects a new number of replication streams", func() {
+			err := update(func(c *dbv1.RolisCluster) { c.Spec.ReplicationStreams = 16 })
+			Expect(err).To(MatchError(ContainSubstring("replicationStreams is immutable")))
+		})
+		It("accepts a new number of worker threads up to the streams, not beyond", func() {
+			Expect(update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 8 })).To(Succeed())
+			err := update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 9 })
+			Expect(err).To(MatchError(ContainSubstring("workerThreads must be at most replicationStreams")))
 		})
 		It("accepts safe changes: replicas, batching, failover timeout, resources", func() {
 			Expect(update(func(c *dbv1.RolisCluster) {

@@ -142,18 +142,22 @@ var _ = Describe("Changes under load", func() {
 			d.verify()
 		})
 
-	It("batchSize and batchTimeout changed under load: a rolling restart with the new settings, nothing lost; workerThreads cannot change",
+	It("workerThreads, batchSize and batchTimeout changed under load: a rolling restart with the new settings, nothing lost; replicationStreams cannot change",
 		Label("chaos", "settings"), func() {
 			d := loadedSample("e2e-settings", 11)
-			By("changing workerThreads: refused (every member must run as many replication streams)")
-			threads := d.cluster().Spec.WorkerThreads
+			c := d.cluster()
+			threads, streams := c.Spec.WorkerThreads, c.Spec.ReplicationStreams
+			By("changing replicationStreams: refused (every member must run as many replication streams)")
 			out, err := kubectl(time.Minute, "-n", d.ns, "patch", "roliscluster", d.name, "--type", "merge",
-				"-p", fmt.Sprintf(`{"spec":{"workerThreads":%d}}`, threads+1))
+				"-p", fmt.Sprintf(`{"spec":{"replicationStreams":%d}}`, streams+1))
 			Expect(err).To(HaveOccurred(), out)
-			Expect(out).To(ContainSubstring("workerThreads is immutable"))
-			Expect(d.cluster().Spec.WorkerThreads).To(Equal(threads))
+			Expect(out).To(ContainSubstring("replicationStreams is immutable"))
+			Expect(d.cluster().Spec.ReplicationStreams).To(Equal(streams))
 
-			d.rollOut(`{"batchSize":50,"batchTimeout":"2ms"}`, func(g Gomega, p corev1.Pod) {
+			// Members run different worker counts while the pods roll.
+			patch := fmt.Sprintf(`{"workerThreads":%d,"batchSize":50,"batchTimeout":"2ms"}`, threads+1)
+			d.rollOut(patch, func(g Gomega, p corev1.Pod) {
+				g.Expect(p.Spec.Containers[0].Args).To(ContainElement(fmt.Sprintf("--worker-threads=%d", threads+1)), p.Name)
 				g.Expect(p.Spec.Containers[0].Env).To(ContainElements(corev1.EnvVar{Name: specs.EnvBatchSize, Value: "50"},
 					corev1.EnvVar{Name: specs.EnvBatchTimeout, Value: "2ms"}), p.Name)
 			})

@@ -12,13 +12,14 @@ import "time"
 // accessors below return them when a field is empty, so code that runs on an
 // object that was never defaulted (unit tests, old objects) behaves the same.
 const (
-	DefaultReplicas        = 3
-	DefaultWorkerThreads   = 2
-	DefaultBatchSize       = 100
-	DefaultBatchTimeout    = time.Millisecond
-	DefaultFailoverTimeout = 3 * time.Second
-	DefaultScrapeInterval  = "30s"
-	DefaultStorageSize     = "1Gi"
+	DefaultReplicas           = 3
+	DefaultWorkerThreads      = 2
+	DefaultReplicationStreams = 8
+	DefaultBatchSize          = 100
+	DefaultBatchTimeout       = time.Millisecond
+	DefaultFailoverTimeout    = 3 * time.Second
+	DefaultScrapeInterval     = "30s"
+	DefaultStorageSize        = "1Gi"
 )
 
 // DesiredReplicas returns spec.replicas or its default.
@@ -35,6 +36,16 @@ func (c *RolisCluster) WorkerThreads() int32 {
 		return c.Spec.WorkerThreads
 	}
 	return DefaultWorkerThreads
+}
+
+// ReplicationStreams returns spec.replicationStreams or its default (never
+// below WorkerThreads, which rolisd would refuse).
+func (c *RolisCluster) ReplicationStreams() int32 {
+	s := c.Spec.ReplicationStreams
+	if s <= 0 {
+		s = DefaultReplicationStreams
+	}
+	return max(s, c.WorkerThreads())
 }
 
 // BatchSize returns spec.batchSize or its default.

@@ -17,6 +17,7 @@ import (
 //
 // Fields whose change would be unsafe on a running cluster are immutable and
 // the API server rejects the change (see docs/operator.md, "Immutable fields").
+// +kubebuilder:validation:XValidation:rule="!has(self.workerThreads) || !has(self.replicationStreams) || self.workerThreads <= self.replicationStreams",message="workerThreads must be at most replicationStreams: each worker commits on a replication stream of its own"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls cannot be turned on or off after creation: members of one cluster must all speak TLS or all speak plaintext; create a new cluster instead"
 type RolisClusterSpec struct {
 	// Replicas is the number of members. It must be odd so that every
@@ -46,16 +47,26 @@ type RolisClusterSpec struct {
 	// +listType=atomic
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
-	// WorkerThreads is the number of worker threads of each member, and so the
-	// number of replication streams. Immutable: every member must run the same
-	// number of streams, so a member restarted with another number could
-	// never catch up with the others (found by the e2e settings scenario).
+	// WorkerThreads is the number of engine worker threads of each member;
+	// worker i commits on replication stream i, so at most
+	// replicationStreams. A change rolls the pods one at a time (members
+	// with different worker counts serve one cluster).
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="workerThreads is immutable: it is the number of replication streams, which must be the same on every member (a member restarted with another number cannot catch up); create a new cluster instead"
 	// +optional
 	WorkerThreads int32 `json:"workerThreads,omitempty"`
+
+	// ReplicationStreams is the number of replication streams (per-worker
+	// Paxos logs), the same on every member: a member with another number
+	// could never catch up, so it is fixed at creation. It bounds
+	// workerThreads; a stream without a worker only sends heartbeats.
+	// +kubebuilder:default=8
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicationStreams is immutable: every member must run the same number of replication streams (a member restarted with another number cannot catch up); create a new cluster instead"
+	// +optional
+	ReplicationStreams int32 `json:"replicationStreams,omitempty"`
 
 	// BatchSize is the number of transactions that close a replication batch.
 	// A change rolls the pods.

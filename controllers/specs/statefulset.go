@@ -50,6 +50,7 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 		fmt.Sprintf("--advertise-address=$(%s).%s.%s.svc.%s:%d", EnvPodName, HeadlessServiceName(c), c.Namespace, o.ClusterDomain, ClientPort),
 		"--election=none", // the operator elects
 		fmt.Sprintf("--worker-threads=%d", c.WorkerThreads()),
+		fmt.Sprintf("--replication-streams=%d", c.ReplicationStreams()),
 		"--log-format=json",
 	}
 	if c.TLSEnabled() {
