@@ -236,6 +236,15 @@ class BTree {
   };
   LookupResult Lookup(const KeyRef& k) const;
 
+  // Cache warming for a group of independent keys (follower replay): walks
+  // all of them down together, one level at a time, prefetching each key's
+  // next node so the group's misses overlap, then prefetches each found
+  // record. Changes nothing and returns nothing; a key whose node moved
+  // under it is dropped (the hint is only lost). Same reader rules as
+  // Lookup (btree_prefetch.cc). At most kPrefetchGroup keys are used.
+  static constexpr int kPrefetchGroup = 16;
+  void PrefetchGroup(const KeyRef* keys, int n) const;
+
   // Receives leaf version changes made by this thread's inserts, so a
   // transaction can keep its own node set valid.
   struct NoObserver {

@@ -251,6 +251,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   bool ReplayOnce();  // under rmu_; true if it made progress
   LogKey ReplayedKeyLocked() const;
   void ApplyTxn(const DecodedTxn& t, uint64_t epoch);
+  void PrefetchTxns(const std::vector<DecodedTxn>& txns, size_t from);
   void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
   void LearnRecord(const DecidedPtr& d);
   void OnNewRecord(const DecidedPtr& d);
