@@ -101,6 +101,9 @@ TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
       // certificate needs the CA too.
       {{"--peers=1=a:1,2=b:2", "--id=1", "--tls-cert=/x.pem", "--tls-key=/x.key"}, "--tls-ca"},
       {{"--worker-threads=65"}, "--worker-threads"},
+      // Each worker needs a stream of its own.
+      {{"--worker-threads=3", "--replication-streams=2"}, "--replication-streams"},
+      {{"--replication-streams=65"}, "--replication-streams"},
       {{"--max-open-txns=0"}, "--max-open-txns"},
       {{"--tables=bad/name"}, "--tables"},
       {{"--log-level=loud"}, "--log-level"},
@@ -111,6 +114,16 @@ TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
     EXPECT_EQ(r.kind, ParseResult::Kind::kError) << c.args[0];
     EXPECT_NE(r.message.find(c.mentions), std::string::npos) << c.args[0] << ": " << r.message;
   }
+}
+
+TEST(ConfigTest, ReplicationStreamsDefaultToTheWorkersAndMayExceedThem) {
+  ParseResult r = Parse({"--worker-threads=3"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.replication_streams, 3u);
+  r = Parse({"--worker-threads=2", "--replication-streams=8"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.worker_threads, 2u);
+  EXPECT_EQ(r.config.replication_streams, 8u);
 }
 
 TEST(ConfigTest, TablesAlwaysIncludeKv) {
