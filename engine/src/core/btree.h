@@ -255,7 +255,20 @@ class BTree {
   // Inserts rec under k unless k is present; returns the present record, or
   // nullptr when rec was inserted.
   template <class Obs = NoObserver>
-  Record* InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs = nullptr);
+  Record* InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs = nullptr) {
+    Record* made = rec;
+    Record* r = FindOrInsert(k, [] { return static_cast<Record*>(nullptr); }, &made, obs);
+    return r == rec ? nullptr : r;
+  }
+
+  // One descent that finds k's record or inserts a new one: returns the
+  // record present under k, or else inserts *made and returns it. When
+  // *made is null it is created by make() only once the key is known to be
+  // absent (so a present key costs no allocation); if make() returns null,
+  // nothing is inserted and null is returned. *made stays the caller's to
+  // free when it is not the returned record (another thread's insert won).
+  template <class Make, class Obs = NoObserver>
+  Record* FindOrInsert(const KeyRef& k, Make&& make, Record** made, Obs* obs = nullptr);
 
   // Removes k if it maps to `expected`.
   bool Remove(const KeyRef& k, const Record* expected);
@@ -291,8 +304,8 @@ class BTree {
   std::atomic<NodeBase*> root_;
 };
 
-template <class Obs>
-Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
+template <class Make, class Obs>
+Record* BTree::FindOrInsert(const KeyRef& k, Make&& make, Record** made, Obs* obs) {
   for (;;) {
     NodeBase* node = root_.load(std::memory_order_acquire);
     uint64_t v = node->version.load(std::memory_order_acquire);
@@ -352,6 +365,12 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
       if (!Validate(leaf, v)) continue;
       return r;
     }
+    if (*made == nullptr) {
+      if (!Validate(leaf, v)) continue;  // absent only if the leaf did not move
+      *made = make();
+      if (*made == nullptr) return nullptr;
+      // n and pos stand: the TryUpgrade below fails if the leaf moved.
+    }
     if (n == kLeafCap) {
       if (parent && !TryUpgrade(parent, pv)) continue;
       if (!TryUpgrade(leaf, v)) {
@@ -372,11 +391,11 @@ Record* BTree::InsertIfAbsent(const KeyRef& k, Record* rec, Obs* obs) {
     }
     St(leaf->s0[pos], k.s0);
     St(leaf->slots[pos].s1, k.s1);
-    St(leaf->slots[pos].tagged, TagRecord(rec, k.len));
+    St(leaf->slots[pos].tagged, TagRecord(*made, k.len));
     St(leaf->count, n + 1);
     UnlockNode(leaf);
     if (obs) obs->OnLeafChanged(leaf, v, v + 4);
-    return nullptr;
+    return *made;
   }
 }
 

@@ -238,6 +238,13 @@ Status TxnImpl::WriteSetFull() const {
   return Status::ResourceExhausted("write set exceeds max_write_set=" + std::to_string(max));
 }
 
+Status TxnImpl::SetsHaveRoom(bool with_read) const {
+  if (with_read) {
+    if (Status s = ReadSetFull(); !s.ok()) return s;
+  }
+  return WriteSetFull();
+}
+
 // ------------------------------------------------------------- sets
 
 WriteEntry* TxnImpl::FindWrite(const Record* r) {
@@ -272,18 +279,25 @@ void TxnImpl::AddWrite(const WriteEntry& e) {
   s_->windex.Add(e.rec, static_cast<uint32_t>(ws.size() - 1), ws);
 }
 
-Record* TxnImpl::CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool* created) {
-  Record* nr = NewRecord(k.view(), value_cap);
+Record* TxnImpl::FindOrCreate(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool with_read, bool* created) {
+  // One descent: a present key is returned as it is; an absent one gets an
+  // absent placeholder record (if the sets have room for its entries).
+  Record* made = nullptr;
   NodeSetFixup fix{&s_->nodes};
-  Record* existing = t->tree.InsertIfAbsent(k, nr, &fix);
-  if (existing) {
-    FreeRecord(nr);  // never published
-    *created = false;
-    return existing;
+  Record* r = t->tree.FindOrInsert(
+      k,
+      [&]() -> Record* {
+        if (!SetsHaveRoom(with_read).ok()) return nullptr;
+        return NewRecord(k.view(), value_cap);
+      },
+      &made, &fix);
+  *created = r != nullptr && r == made;
+  if (*created) {
+    Bump(w_->slot().records, 1);
+  } else if (made) {
+    FreeRecord(made);  // another transaction's record won the race; ours was never published
   }
-  Bump(w_->slot().records, 1);
-  *created = true;
-  return nr;
+  return r;
 }
 
 // ------------------------------------------------------------- reads
@@ -426,21 +440,20 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
   if (Status s = CheckValue(value); !s.ok()) return s;
   KeyRef k(key);
   Record* r = FindRecent(t, k);
-  if (!r) r = t->tree.Lookup(k).rec;
-  if (r) {
+  bool created = false;
+  // A new key gets an absent placeholder now, so the key has a record to
+  // lock at commit.
+  if (!r) r = FindOrCreate(t, k, static_cast<uint32_t>(value.size()), /*with_read=*/false, &created);
+  if (!r) return SetsHaveRoom(false);
+  if (!created) {
     if (WriteEntry* we = FindWrite(r)) {
       we->val = s_->arena.Copy(value);
       we->len = static_cast<uint32_t>(value.size());
       we->kind = WriteKind::kPut;
       return Status::OK();
     }
+    if (Status s = WriteSetFull(); !s.ok()) return s;
   }
-  if (Status s = WriteSetFull(); !s.ok()) return s;
-  bool created = false;
-  // A new key: insert an absent placeholder now, so the key has a record to
-  // lock at commit. (If another transaction's record won the race, that one
-  // is not in our write set either.)
-  if (!r) r = CreatePlaceholder(t, k, static_cast<uint32_t>(value.size()), &created);
   Remember(t, k, r);
   AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, created});
   return Status::OK();
@@ -453,9 +466,11 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
   KeyRef k(key);
   Record* r = FindRecent(t, k);
   bool from_index = r == nullptr;
-  if (!r) r = t->tree.Lookup(k).rec;
+  bool created = false;
+  if (!r) r = FindOrCreate(t, k, static_cast<uint32_t>(value.size()), /*with_read=*/true, &created);
   for (;;) {
-    if (r) {
+    if (!r) return SetsHaveRoom(true);
+    if (!created) {
       Remember(t, k, r);
       if (WriteEntry* we = FindWrite(r)) {
         if (we->kind != WriteKind::kDelete) return Status::AlreadyExists("key already exists");
@@ -472,7 +487,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
           doomed_ = true;
           return Status::Aborted("record was reclaimed during the transaction");
         }
-        r = t->tree.Lookup(k).rec;
+        r = FindOrCreate(t, k, static_cast<uint32_t>(value.size()), /*with_read=*/true, &created);
         continue;
       }
       // The presence check is a read: validated again at commit.
@@ -481,14 +496,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
       AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, false});
       return Status::OK();
     }
-    if (Status s = ReadSetFull(); !s.ok()) return s;
-    if (Status s = WriteSetFull(); !s.ok()) return s;
-    bool created = false;
-    r = CreatePlaceholder(t, k, static_cast<uint32_t>(value.size()), &created);
-    if (!created) {
-      from_index = true;
-      continue;  // someone else's record appeared: check it
-    }
+    Remember(t, k, r);
     // A fresh placeholder reads as absent with ts 0; any install changes it.
     AddRead(r, Observed{tid::kLatest | tid::kAbsent, 0, 0});
     AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, true});

@@ -62,6 +62,7 @@ class TxnImpl final : public Transaction {
   Status CheckValue(std::string_view value) const;
   Status ReadSetFull() const;
   Status WriteSetFull() const;
+  Status SetsHaveRoom(bool with_read) const;  // OK, or the first full set's status
 
   template <class Sink>
   Status GetWith(Table* table, std::string_view key, Sink& sink);
@@ -72,7 +73,11 @@ class TxnImpl final : public Transaction {
   void AddRead(Record* r, const Observed& o);
   void AddNode(Leaf* leaf, uint64_t version);
   void AddWrite(const WriteEntry& e);
-  Record* CreatePlaceholder(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool* created);
+  // The record of k, found or inserted as a placeholder (*created) in one
+  // descent; null when k is absent and the read or write set is full.
+  // with_read: the caller also adds a read entry (Insert), so both sets
+  // need room.
+  Record* FindOrCreate(TableImpl* t, const KeyRef& k, uint32_t value_cap, bool with_read, bool* created);
 
   bool ValidateReads(bool holding_write_locks) const;
   bool ValidateNodes() const;
