@@ -415,6 +415,9 @@ Status TxnImpl::Scan(Table* table, std::string_view begin, std::string_view end,
           // An unlinked record changed its leaf, which is in the node set.
           if (!ReadLatest(r, StringSink{&buf}, &o.word, &o.ts, &o.repl_epoch)) continue;
           AddRead(r, o);
+          // A scan often precedes writes of the keys it read (TPC-C Delivery
+          // rewrites the order lines it scanned): they skip the descent.
+          Remember(t, KeyRef(key), r);
           if (o.word & tid::kAbsent) continue;
           val = buf;
         }
