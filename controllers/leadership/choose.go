@@ -167,6 +167,11 @@ func AssessLeader(members []Member, rec *rolisv1.EpochRecord) Assessment {
 	case !leader.Reachable():
 		a.Reason = fmt.Sprintf("leader %s unreachable: %s", leader.Pod, ShortError(leader.Err))
 		a.Gone = Refused(leader.Err)
+	case st.GetShuttingDown():
+		// Draining after SIGTERM is as much a fact as a deletionTimestamp,
+		// and may be seen first: the operator's cache of the pod can lag
+		// the kubelet's signal.
+		a.Reason, a.Gone, a.Leaving = fmt.Sprintf("leader %s is shutting down", leader.Pod), true, true
 	case !st.GetHealthy():
 		a.Reason = fmt.Sprintf("leader %s reports unhealthy", leader.Pod)
 	case st.GetRole() == rolisv1.Role_LEADER && st.GetEpoch() == rec.GetEpoch():

@@ -119,6 +119,9 @@ func TestAssessLeader(t *testing.T) {
 			m.Status.Role, m.Status.PromisedEpoch, m.Status.Epoch = rolisv1.Role_CANDIDATE, 4, 3
 		}, rec, Opening, "has not opened", false, false},
 		{"leader whose pod is being deleted is leaving (switch over now)", func(m *Member) { m.Deleting = true }, rec, Unhealthy, "being deleted", true, true},
+		{"leader draining after SIGTERM is leaving, even before its pod's deletion is seen", func(m *Member) {
+			m.Status.Healthy, m.Status.ShuttingDown = false, true
+		}, rec, Unhealthy, "shutting down", true, true},
 		{"leader without a pod is gone", func(m *Member) { m.PodExists = false }, rec, Unhealthy, "has no pod", true, false},
 		{"leader whose container the kubelet reports stopped is gone, even if something answers", func(m *Member) {
 			m.Stopped = "container rolisd terminated (Error, exit code 137)"

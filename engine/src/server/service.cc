@@ -508,6 +508,7 @@ grpc::ServerUnaryReactor* AdminService::Reply(grpc::CallbackServerContext* ctx, 
 void AdminService::FillStatus(v1::StatusResponse* resp) const {
   replicator_->FillStatus(resp);
   resp->set_healthy(!node_->draining());
+  resp->set_shutting_down(node_->draining());
   resp->set_version(version_);
   resp->set_worker_threads(static_cast<uint32_t>(node_->workers()));
   resp->set_uptime_seconds(static_cast<uint64_t>(

@@ -449,6 +449,10 @@ type StatusResponse struct {
 	WorkerThreads uint32                 `protobuf:"varint,14,opt,name=worker_threads,json=workerThreads,proto3" json:"worker_threads,omitempty"`
 	UptimeSeconds uint64                 `protobuf:"varint,15,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
 	CommittedTxns uint64                 `protobuf:"varint,16,opt,name=committed_txns,json=committedTxns,proto3" json:"committed_txns,omitempty"`
+	// The member received SIGTERM and is draining: it will not serve its
+	// epoch again, so an operator switches over at once instead of waiting
+	// out a failover timeout (healthy is false then too).
+	ShuttingDown  bool `protobuf:"varint,17,opt,name=shutting_down,json=shuttingDown,proto3" json:"shutting_down,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -593,6 +597,13 @@ func (x *StatusResponse) GetCommittedTxns() uint64 {
 		return x.CommittedTxns
 	}
 	return 0
+}
+
+func (x *StatusResponse) GetShuttingDown() bool {
+	if x != nil {
+		return x.ShuttingDown
+	}
+	return false
 }
 
 type PrepareFailoverRequest struct {
@@ -1112,7 +1123,7 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12#\n" +
 	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x0f\n" +
-	"\rStatusRequest\"\xdb\x04\n" +
+	"\rStatusRequest\"\x80\x05\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\"\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x0e.rolis.v1.RoleR\x04role\x12\x14\n" +
@@ -1130,7 +1141,8 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\amembers\x18\r \x03(\v2\x10.rolis.v1.MemberR\amembers\x12%\n" +
 	"\x0eworker_threads\x18\x0e \x01(\rR\rworkerThreads\x12%\n" +
 	"\x0euptime_seconds\x18\x0f \x01(\x04R\ruptimeSeconds\x12%\n" +
-	"\x0ecommitted_txns\x18\x10 \x01(\x04R\rcommittedTxns\"o\n" +
+	"\x0ecommitted_txns\x18\x10 \x01(\x04R\rcommittedTxns\x12#\n" +
+	"\rshutting_down\x18\x11 \x01(\bR\fshuttingDown\"o\n" +
 	"\x16PrepareFailoverRequest\x12\x1b\n" +
 	"\tnew_epoch\x18\x01 \x01(\x04R\bnewEpoch\x128\n" +
 	"\flast_decided\x18\x02 \x01(\v2\x15.rolis.v1.EpochRecordR\vlastDecided\"m\n" +

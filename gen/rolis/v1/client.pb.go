@@ -41,7 +41,8 @@ const (
 	Op_DELETE           Op_Kind = 3
 	// Put only if the current value equals `expected` (absent when
 	// expect_absent); otherwise the whole transaction fails with
-	// condition_failed = true and writes nothing.
+	// condition_failed = true, writes nothing and returns no results (its
+	// reads were not validated; read again to learn the current values).
 	Op_PUT_IF Op_Kind = 4
 	Op_SCAN   Op_Kind = 5
 )
