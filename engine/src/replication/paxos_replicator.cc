@@ -400,8 +400,11 @@ grpc::Status PaxosReplicator::RunElection() {
   dr.set_expected_previous_epoch(last.record.epoch);
   v1::DecideEpochResponse dresp;
   s = DecideEpoch(dr, &dresp);
-  if (!s.ok()) return s;
-  if (!dresp.decided()) return grpc::Status(grpc::StatusCode::ABORTED, "another record was decided first");
+  if (!s.ok() || !dresp.decided()) {
+    replica_->AbandonCandidacy(e);
+    if (!s.ok()) return s;
+    return grpc::Status(grpc::StatusCode::ABORTED, "another record was decided first");
+  }
   v1::OpenEpochRequest orq;
   *orq.mutable_record() = presp.proposed();
   v1::OpenEpochResponse oresp;

@@ -938,7 +938,12 @@ void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& ad
     } else if (!addr.empty()) {
       leader_addr_ = addr;
     }
-    if (pending_ && pending_->epoch < epoch && leader != opts_.id) {
+    // Another member leads this member's pending epoch or a newer one. The
+    // same epoch counts: two built-in elections may prepare one epoch
+    // together, and the control stream decides only one record per epoch,
+    // so the loser's candidacy can never open and must not keep it a
+    // candidate (that member would refuse to serve as a follower).
+    if (pending_ && pending_->epoch <= epoch && leader != opts_.id) {
       pending_.reset();
       abandon = true;
     }
@@ -1773,6 +1778,16 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
                  KeyStr(record.watermark).c_str());
   }
   return st;
+}
+
+void Replica::AbandonCandidacy(uint64_t epoch) {
+  std::lock_guard<std::mutex> op(op_mu_);  // not while an OpenEpoch runs
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (!pending_ || pending_->epoch != epoch) return;
+    pending_.reset();
+  }
+  if (role_.load() == Role::kCandidate) role_.store(dirty_.load() ? Role::kCatchingUp : Role::kFollower);
 }
 
 Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_client_address) {

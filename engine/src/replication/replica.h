@@ -169,6 +169,10 @@ class Replica final : public CommitHook, public ReplicaHandler {
   Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current);
   Status OpenEpoch(const Decided& record, LogKey* watermark);
   Status AnnounceLeader(const Decided& record, const std::string& leader_client_address);
+  // The built-in election gives up its own PrepareFailover of `epoch` (its
+  // record was not decided): this member stops being a candidate, so that
+  // it follows whoever won. No effect once OpenEpoch has taken the record.
+  void AbandonCandidacy(uint64_t epoch);
 
   // Membership (docs/replication.md, "Membership"), asked of the open
   // leader: moves to `target`, which must differ from the configuration in

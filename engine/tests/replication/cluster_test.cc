@@ -78,6 +78,39 @@ TEST(Cluster, LeaderCrashThenFailoverKeepsEveryAcknowledgedTransaction) {
   for (const auto& k : acked) EXPECT_TRUE(c.Read(3, k).has_value()) << k;
 }
 
+// Two built-in elections may prepare the same epoch at once (CI saw it):
+// the control stream decides one record, and the loser, which is still a
+// candidate of that epoch, must follow the winner rather than stay a
+// candidate that takes no part in the new epoch.
+TEST(Cluster, TheLoserOfTwoCandidatesOfOneEpochFollowsTheWinner) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_EQ(c.Put(1, 0, "before", "1"), Cluster::Ack::kAcked);
+  c.Crash(1);
+  const Decided prev = *c.r(2).GetStatus().decided;
+  const uint64_t e = prev.record.epoch + 1;
+  PrepareResult p2, p3;
+  ASSERT_TRUE(c.r(2).PrepareFailover(e, prev, &p2).ok()) << c.Describe();
+  ASSERT_TRUE(c.r(3).PrepareFailover(e, prev, &p3).ok()) << c.Describe();
+  ASSERT_EQ(c.r(3).role(), Role::kCandidate);
+  bool decided = false;
+  DecidedPtr current;
+  ASSERT_TRUE(c.r(2).DecideEpoch(p2.proposed, prev.record.epoch, &decided, &current).ok());
+  ASSERT_TRUE(decided);
+  LogKey g;
+  ASSERT_TRUE(c.r(2).OpenEpoch(p2.proposed, &g).ok()) << c.Describe();
+  // Member 3 learns the decided record (by DecideEpoch's answer here, by the
+  // leader's accepts otherwise) without being told to give up.
+  ASSERT_TRUE(c.r(3).DecideEpoch(p3.proposed, prev.record.epoch, &decided, &current).ok());
+  EXPECT_FALSE(decided);
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(3).role() == Role::kFollower; }, 5000ms)) << c.Describe();
+  EXPECT_FALSE(c.r(3).OpenEpoch(p3.proposed, &g).ok()) << "the loser's record must never open";
+  ASSERT_EQ(c.Put(2, 0, "after", "1"), Cluster::Ack::kAcked);
+  ASSERT_TRUE(c.WaitReplicated(2)) << c.Describe();
+  EXPECT_TRUE(c.Read(3, "before").has_value());
+  EXPECT_TRUE(c.Read(3, "after").has_value());
+}
+
 TEST(Cluster, DeposedLeaderIsFencedAndCatchesUpByStateTransfer) {
   Cluster c({});
   ASSERT_TRUE(c.Failover(1).ok());
