@@ -14,6 +14,7 @@ Leaf* NewLeaf() {
   if (!mem) throw std::bad_alloc();
   Leaf* l = new (mem) Leaf();
   l->is_leaf = true;
+  for (uint64_t& s : l->s0) s = kPadSlice;
   return l;
 }
 
@@ -22,6 +23,7 @@ Inner* NewInner() {
   if (!mem) throw std::bad_alloc();
   Inner* in = new (mem) Inner();
   in->is_leaf = false;
+  for (uint64_t& s : in->s0) s = kPadSlice;
   return in;
 }
 
@@ -113,6 +115,7 @@ bool BTree::Remove(const KeyRef& k, const Record* expected) {
       St(leaf->slots[i].s1, leaf->slots[i + 1].s1);
       St(leaf->slots[i].tagged, leaf->slots[i + 1].tagged);
     }
+    St(leaf->s0[n - 1], kPadSlice);
     St(leaf->slots[n - 1].tagged, uint64_t{0});
     St(leaf->count, n - 1);
     UnlockNode(leaf);
@@ -142,6 +145,7 @@ Leaf* BTree::SplitLeafLocked(Leaf* leaf, Inner* parent, bool append) {
 
   St(leaf->next, nl);
   for (int i = half; i < n; ++i) {
+    St(leaf->s0[i], kPadSlice);
     St(leaf->slots[i].tagged, uint64_t{0});
   }
   St(leaf->count, half);
@@ -169,6 +173,7 @@ void BTree::SplitInnerLocked(Inner* in, Inner* parent, bool append) {
   Sep up{in->s0[mid], in->s1[mid], in->lens[mid], in->full[mid]};
   St(in->count, mid);
   for (int i = mid; i < n; ++i) {
+    St(in->s0[i], kPadSlice);
     St(in->full[i], nullptr);
     St(in->lens[i], 0);
   }
@@ -222,6 +227,14 @@ std::string SepBytes(const Inner* in, int i) {
   return std::string(buf, in->lens[i]);
 }
 
+// The fixed-step search relies on s0[count .. cap) holding kPadSlice.
+bool PaddedFrom(const uint64_t* s0, int count, int cap) {
+  for (int i = count; i < cap; ++i) {
+    if (s0[i] != kPadSlice) return false;
+  }
+  return true;
+}
+
 // Checks that every key under n lies in [lo, hi) (empty optional bounds).
 bool CheckNode(const NodeBase* n, const std::string* lo, const std::string* hi, std::string* why) {
   if (n->is_leaf) {
@@ -242,9 +255,17 @@ bool CheckNode(const NodeBase* n, const std::string* lo, const std::string* hi, 
         return false;
       }
     }
+    if (!PaddedFrom(l->s0, l->count, kLeafCap)) {
+      *why = "leaf slice slot past count is not padding";
+      return false;
+    }
     return true;
   }
   const Inner* in = static_cast<const Inner*>(n);
+  if (!PaddedFrom(in->s0, in->count, kInnerCap)) {
+    *why = "inner slice slot past count is not padding";
+    return false;
+  }
   for (int i = 0; i <= in->count; ++i) {
     std::string l = i > 0 ? SepBytes(in, i - 1) : std::string();
     std::string h = i < in->count ? SepBytes(in, i) : std::string();

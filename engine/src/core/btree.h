@@ -51,6 +51,9 @@ struct NodeBase {
 // Nodes keep their keys as arrays (structure of arrays): a search first
 // runs a branchless binary search over the first 8-byte slices, which sit
 // in four consecutive cache lines, and compares further only on ties.
+// Unused slice slots (count .. capacity) hold kPadSlice, the largest value,
+// so that search runs over the whole capacity in a fixed number of steps
+// (unrolled, no loop control) and still stops at or before count.
 // A leaf slot: the second slice and the record pointer tagged with the key
 // length in its top 16 bits (user-space pointers use 47), so an exact
 // lookup reads one slot line after the s0 search and never sees a length
@@ -59,6 +62,7 @@ struct LeafSlot {
   uint64_t s1;
   uint64_t tagged;
 };
+inline constexpr uint64_t kPadSlice = ~uint64_t{0};
 inline constexpr uint64_t kPtrMask = (uint64_t{1} << 48) - 1;
 inline uint64_t TagRecord(const Record* r, uint32_t len) {
   return reinterpret_cast<uint64_t>(r) | (static_cast<uint64_t>(len) << 48);
@@ -134,6 +138,26 @@ inline void UnlockNode(NodeBase* n) { n->version.fetch_add(2, std::memory_order_
 
 inline int ClampCount(int n, int cap) { return n > cap ? cap : n; }
 
+// Branchless: first i in [0, kCap) with a[i] >= x (kCap if none), for a
+// sorted array of kCap (a power of two) slices, in log2(kCap) unrolled steps.
+template <int kCap>
+inline int LowerBoundFixed(const uint64_t* a, uint64_t x) {
+  static_assert(kCap > 0 && (kCap & (kCap - 1)) == 0);
+  const uint64_t* base = a;
+#pragma GCC unroll 8
+  for (int half = kCap / 2; half >= 1; half >>= 1) base = (Ld(base[half - 1]) < x) ? base + half : base;
+  return static_cast<int>(base - a) + (Ld(*base) < x ? 1 : 0);
+}
+
+// First i in [0, n) with a node's slice s0[i] >= x (n if none). The padding
+// keeps the fixed search's answer <= n; the min only guards torn reads
+// (whose answer the caller's version check rejects anyway).
+template <int kCap>
+inline int NodeLowerBound(const uint64_t* s0, int n, uint64_t x) {
+  int i = LowerBoundFixed<kCap>(s0, x);
+  return i < n ? i : n;
+}
+
 // Branchless: first i in [0, n) with a[i] >= x (n if none).
 inline int LowerBoundU64(const uint64_t* a, int n, uint64_t x) {
   if (n <= 0) return 0;
@@ -183,7 +207,7 @@ inline int CompareInnerSlot(const Inner* in, int i, const KeyRef& k) {
 
 // First slot whose key is >= k; *exact if that slot's key equals k.
 inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
-  int lo = LowerBoundU64(l->s0, n, k.s0);
+  int lo = NodeLowerBound<kLeafCap>(l->s0, n, k.s0);
   if (lo == n || Ld(l->s0[lo]) != k.s0) {
     *exact = false;
     return lo;
@@ -208,7 +232,7 @@ inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
 
 // Index of the child that covers k: the number of separators <= k.
 inline int InnerChildIndex(const Inner* in, int n, const KeyRef& k) {
-  int lo = LowerBoundU64(in->s0, n, k.s0);
+  int lo = NodeLowerBound<kInnerCap>(in->s0, n, k.s0);
   if (lo == n || Ld(in->s0[lo]) != k.s0) return lo;
   int hi = lo + UpperBoundU64(in->s0 + lo, n - lo, k.s0);
   while (lo < hi) {

@@ -21,7 +21,6 @@ constexpr uint32_t kMaxLines = 15;            // order lines per order
 constexpr uint32_t kStockLevelOrders = 20;    // StockLevel looks at the last 20 orders
 constexpr uint32_t kMaxNameMatches = 1024;    // customers of one last name in a district
 constexpr int64_t kDistrictInitialYtd = 3000000;  // 30,000.00
-constexpr uint32_t kLoadHistoryTag = 0xffffffffu;  // history key tag of loaded rows
 
 uint32_t Now() { return static_cast<uint32_t>(::time(nullptr)); }
 
@@ -91,7 +90,7 @@ char* AppendUint(char* p, uint64_t v) {
 // Per-thread buffers: nothing here is allocated per transaction.
 struct Tpcc::Thread : ThreadState {
   uint32_t home_w = 1;
-  uint64_t history_seq = 0;
+  uint32_t history_seq = 0;  // 4 bytes of the history key (tpcc_schema.h)
   std::vector<uint32_t> delivery_hint;  // per district: no new_order row below this o_id
   std::array<uint32_t, kMaxNameMatches> name_ids{};
   size_t name_count = 0;
@@ -189,9 +188,14 @@ Status Tpcc::Load(Database* db, uint32_t threads) {
   warehouses_ = config_.warehouses != 0 ? config_.warehouses : threads;
   const TpccConfig& c = config_;
   if (c.items == 0 || c.districts_per_warehouse == 0 || c.districts_per_warehouse > 255 ||
-      c.customers_per_district == 0 || c.new_orders_per_district > c.customers_per_district ||
+      c.customers_per_district == 0 || c.customers_per_district > 0xffff ||
+      c.new_orders_per_district > c.customers_per_district ||
       c.mix[0] + c.mix[1] + c.mix[2] + c.mix[3] > 100) {
     return Status::InvalidArgument("tpcc: bad population sizes or mix");
+  }
+  // Key widths (tpcc_schema.h): 2-byte warehouse ids and worker tags.
+  if (warehouses_ > kMaxWarehouses || threads >= kLoadHistoryTag) {
+    return Status::InvalidArgument("tpcc: at most 65,535 warehouses and 65,534 threads");
   }
   Table** handles[] = {&tables_.warehouse, &tables_.district,   &tables_.customer,
                        &tables_.customer_name_idx, &tables_.history, &tables_.new_order,
@@ -308,7 +312,7 @@ Status Tpcc::LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader) {
       h.date = now;
       h.amount = 1000;
       RandomAString(rng, h.data, 12, 24, sizeof h.data);
-      auto hk = HistoryKey(w, kLoadHistoryTag, (uint64_t{d} << 32) | cid);
+      auto hk = HistoryKey(w, kLoadHistoryTag, (d << 16) | cid);
       return txn.Insert(tables_.history, hk.view(), RowBytes(h));
     });
     if (!s.ok()) return s;
@@ -551,7 +555,7 @@ TxnOutcome Tpcc::PaymentTxn(WorkerContext& ctx) {
   else c_arg = CustomerIdRun(rng);
   const int64_t amount = rng.UniformInt(100, 500000);
   const uint32_t now = Now();
-  const uint64_t seq = ++st.history_seq;
+  const uint32_t seq = ++st.history_seq;
 
   return RunTxn(ctx, kPayment, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
     Warehouse wh;

@@ -17,8 +17,13 @@
 //   order_line         (w, d, o, ol)             -> OrderLine
 //   item               (i)                       -> Item
 //   stock              (w, i)                    -> Stock
-// w, c, o, i are 4 bytes; d and ol 1 byte. Rows are trivially copyable structs
-// stored as their bytes (memcpy); money is in cents, rates in 1/10000.
+// w and the history tag are 2 bytes; c, o, i and seq 4; d and ol 1. So every
+// key of the hot tables (all but the two secondary indexes) is at most 8
+// bytes: the index compares those keys as one 64-bit word (core/key.h), with
+// no tie-breaking on later bytes. Hence at most 65,535 warehouses, 65,534
+// worker threads and 2^32 payments per worker (Tpcc::Load and Payment check).
+// Rows are trivially copyable structs stored as their bytes (memcpy); money
+// is in cents, rates in 1/10000.
 #pragma once
 
 #include <cstdint>
@@ -154,36 +159,42 @@ inline bool DecodeRow(std::string_view value, Row* row) {
 // Keys. Each returns a builder whose view() is the key.
 using Key = KeyBuilder<48>;
 
-inline Key WarehouseKey(uint32_t w) { return Key().U32(w); }
-inline Key DistrictKey(uint32_t w, uint32_t d) { return Key().U32(w).U8(d); }
-inline Key CustomerKey(uint32_t w, uint32_t d, uint32_t c) { return Key().U32(w).U8(d).U32(c); }
+inline constexpr uint32_t kMaxWarehouses = 0xffff;
+inline constexpr uint32_t kLoadHistoryTag = 0xffff;  // history key tag of loaded rows (workers use 0..0xfffe)
+
+inline Key WarehouseKey(uint32_t w) { return Key().U16(static_cast<uint16_t>(w)); }
+inline Key DistrictKey(uint32_t w, uint32_t d) { return WarehouseKey(w).U8(static_cast<uint8_t>(d)); }
+inline Key CustomerKey(uint32_t w, uint32_t d, uint32_t c) { return DistrictKey(w, d).U32(c); }
 inline constexpr size_t kNameWidth = 16;
 // The (w, d, last) prefix of customer_name_idx; append first and c for a full key.
 inline Key CustomerNamePrefix(uint32_t w, uint32_t d, std::string_view last) {
-  return Key().U32(w).U8(d).Padded(last, kNameWidth);
+  return DistrictKey(w, d).Padded(last, kNameWidth);
 }
 inline Key CustomerNameKey(uint32_t w, uint32_t d, std::string_view last, std::string_view first, uint32_t c) {
-  return Key().U32(w).U8(d).Padded(last, kNameWidth).Padded(first, kNameWidth).U32(c);
+  return CustomerNamePrefix(w, d, last).Padded(first, kNameWidth).U32(c);
 }
-inline Key HistoryKey(uint32_t w, uint32_t tag, uint64_t seq) { return Key().U32(w).U32(tag).U64(seq); }
-inline Key NewOrderKey(uint32_t w, uint32_t d, uint32_t o) { return Key().U32(w).U8(d).U32(o); }
-inline Key OrderKey(uint32_t w, uint32_t d, uint32_t o) { return Key().U32(w).U8(d).U32(o); }
+inline Key HistoryKey(uint32_t w, uint32_t tag, uint32_t seq) {
+  return WarehouseKey(w).U16(static_cast<uint16_t>(tag)).U32(seq);
+}
+inline Key NewOrderKey(uint32_t w, uint32_t d, uint32_t o) { return DistrictKey(w, d).U32(o); }
+inline Key OrderKey(uint32_t w, uint32_t d, uint32_t o) { return DistrictKey(w, d).U32(o); }
+inline Key OrderCustomerPrefix(uint32_t w, uint32_t d, uint32_t c) { return DistrictKey(w, d).U32(c); }
 inline Key OrderCustomerKey(uint32_t w, uint32_t d, uint32_t c, uint32_t o) {
-  return Key().U32(w).U8(d).U32(c).U32(~o);
+  return OrderCustomerPrefix(w, d, c).U32(~o);
 }
-inline Key OrderCustomerPrefix(uint32_t w, uint32_t d, uint32_t c) { return Key().U32(w).U8(d).U32(c); }
 inline Key OrderLineKey(uint32_t w, uint32_t d, uint32_t o, uint32_t ol) {
-  return Key().U32(w).U8(d).U32(o).U8(ol);
+  return DistrictKey(w, d).U32(o).U8(static_cast<uint8_t>(ol));
 }
 inline Key ItemKey(uint32_t i) { return Key().U32(i); }
-inline Key StockKey(uint32_t w, uint32_t i) { return Key().U32(w).U32(i); }
+inline Key StockKey(uint32_t w, uint32_t i) { return WarehouseKey(w).U32(i); }
 
-// Field decoders for keys read back from scans.
-inline uint32_t NewOrderKeyO(std::string_view k) { return DecodeU32(k.data() + 5); }
-inline uint32_t OrderKeyO(std::string_view k) { return DecodeU32(k.data() + 5); }
-inline uint32_t OrderLineKeyO(std::string_view k) { return DecodeU32(k.data() + 5); }
-inline uint32_t OrderLineKeyOl(std::string_view k) { return static_cast<uint8_t>(k[9]); }
-inline uint32_t OrderCustomerKeyO(std::string_view k) { return ~DecodeU32(k.data() + 9); }
+// Field decoders for keys read back from scans (offsets follow the layouts above).
+inline constexpr size_t kDistrictKeyBytes = 3;
+inline uint32_t NewOrderKeyO(std::string_view k) { return DecodeU32(k.data() + kDistrictKeyBytes); }
+inline uint32_t OrderKeyO(std::string_view k) { return DecodeU32(k.data() + kDistrictKeyBytes); }
+inline uint32_t OrderLineKeyO(std::string_view k) { return DecodeU32(k.data() + kDistrictKeyBytes); }
+inline uint32_t OrderLineKeyOl(std::string_view k) { return static_cast<uint8_t>(k[kDistrictKeyBytes + 4]); }
+inline uint32_t OrderCustomerKeyO(std::string_view k) { return ~DecodeU32(k.data() + kDistrictKeyBytes + 4); }
 
 // Length of a zero-padded fixed-width string field.
 inline std::string_view FixedString(const char* field, size_t width) {

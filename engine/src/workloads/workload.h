@@ -132,6 +132,10 @@ inline TxnOutcome RunTxn(WorkerContext& ctx, uint32_t type, bool read_only, Body
 // ---------------------------------------------------------------------------
 // Fixed-width keys: big-endian unsigned integers, so byte order = numeric order.
 
+inline void StoreBigEndian16(char* p, uint16_t v) {
+  if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap16(v);
+  std::memcpy(p, &v, 2);
+}
 inline void StoreBigEndian32(char* p, uint32_t v) {
   if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
   std::memcpy(p, &v, 4);
@@ -146,6 +150,11 @@ class KeyBuilder {
  public:
   KeyBuilder& U8(uint8_t v) {
     buf_[len_++] = static_cast<char>(v);
+    return *this;
+  }
+  KeyBuilder& U16(uint16_t v) {
+    StoreBigEndian16(buf_ + len_, v);
+    len_ += 2;
     return *this;
   }
   KeyBuilder& U32(uint32_t v) {

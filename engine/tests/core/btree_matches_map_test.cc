@@ -4,6 +4,7 @@
 // 8 bytes, and keeps its structural invariants.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -137,6 +138,48 @@ TEST(BTreeTest, SequentialAndReverseInsertsStaySorted) {
   std::string why;
   ASSERT_TRUE(tree.CheckInvariantsUnsafe(&why)) << why;
   for (Record* r : recs) FreeRecord(r);
+}
+
+TEST(BTreeTest, FixedStepSearchMatchesLowerBound) {
+  // Sorted slices, kPadSlice from `n` on (as in a node), real slices that
+  // equal kPadSlice included: the search stops at the first slice >= x.
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 2000; ++round) {
+    uint64_t a[kLeafCap];
+    const int n = static_cast<int>(rng() % (kLeafCap + 1));
+    for (int i = 0; i < n; ++i) a[i] = rng() % 4 == 0 ? kPadSlice : rng() % 64;
+    std::sort(a, a + n);
+    for (int i = n; i < kLeafCap; ++i) a[i] = kPadSlice;
+    for (uint64_t x : {uint64_t{0}, rng() % 64, rng() % 64, kPadSlice - 1, kPadSlice}) {
+      const int want = static_cast<int>(std::lower_bound(a, a + n, x) - a);
+      ASSERT_EQ(NodeLowerBound<kLeafCap>(a, n, x), want) << "n=" << n << " x=" << x;
+    }
+  }
+}
+
+TEST(BTreeTest, KeysOfAllOnesAreFoundDespitePadding) {
+  // A key whose first slice is all ones equals the padding value of unused
+  // slots; it must still be found, kept in order and split correctly.
+  BTree tree;
+  std::map<std::string, Record*> want;
+  for (int i = 0; i < 3000; ++i) {
+    std::string k(8, '\xff');
+    if (i > 0) k += std::to_string(i);  // ties on the all-ones first slice
+    if (i % 3 == 0) k = std::string(1 + i % 7, '\xff');
+    if (want.count(k)) continue;
+    Record* r = NewRecord(k, 8);
+    ASSERT_EQ(tree.InsertIfAbsent(KeyRef(k), r), nullptr);
+    want[k] = r;
+  }
+  std::string why;
+  ASSERT_TRUE(tree.CheckInvariantsUnsafe(&why)) << why;
+  for (auto& [k, r] : want) ASSERT_EQ(tree.Lookup(KeyRef(k)).rec, r) << k.size();
+  ASSERT_EQ(tree.Lookup(KeyRef(std::string(8, '\xfe'))).rec, nullptr);
+  for (auto& [k, r] : want) {
+    ASSERT_TRUE(tree.Remove(KeyRef(k), r));
+    FreeRecord(r);
+  }
+  ASSERT_TRUE(tree.CheckInvariantsUnsafe(&why)) << why;
 }
 
 }  // namespace

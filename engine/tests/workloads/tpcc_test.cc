@@ -250,5 +250,39 @@ TEST(TpccSchema, KeysSortLikeTheirFields) {
   EXPECT_LT(CustomerNameKey(1, 1, "ABLE", "ZED", 9).view(), CustomerNameKey(1, 1, "ABLEABLE", "AL", 1).view());
 }
 
+TEST(TpccSchema, HotTableKeysFitOneWord) {
+  // Keys of at most 8 bytes compare as one 64-bit slice in the index.
+  EXPECT_EQ(WarehouseKey(kMaxWarehouses).size(), 2u);
+  EXPECT_EQ(DistrictKey(7, 10).size(), 3u);
+  EXPECT_LE(CustomerKey(7, 10, 3000).size(), 8u);
+  EXPECT_LE(OrderKey(7, 10, 123456).size(), 8u);
+  EXPECT_LE(NewOrderKey(7, 10, 123456).size(), 8u);
+  EXPECT_LE(OrderLineKey(7, 10, 123456, 15).size(), 8u);
+  EXPECT_LE(StockKey(7, 100000).size(), 8u);
+  EXPECT_LE(ItemKey(100000).size(), 8u);
+  EXPECT_LE(HistoryKey(7, kLoadHistoryTag, 0xffffffffu).size(), 8u);
+  // The decoders read the fields back.
+  EXPECT_EQ(OrderKeyO(OrderKey(0xffff, 255, 0xfedcba98u).view()), 0xfedcba98u);
+  EXPECT_EQ(NewOrderKeyO(NewOrderKey(3, 4, 70000).view()), 70000u);
+  EXPECT_EQ(OrderLineKeyO(OrderLineKey(3, 4, 70000, 15).view()), 70000u);
+  EXPECT_EQ(OrderLineKeyOl(OrderLineKey(3, 4, 70000, 15).view()), 15u);
+  EXPECT_EQ(OrderCustomerKeyO(OrderCustomerKey(3, 4, 2999, 70000).view()), 70000u);
+  // Warehouse ids sort numerically across the byte boundary.
+  EXPECT_LT(CustomerKey(255, 10, 3000).view(), CustomerKey(256, 1, 1).view());
+  EXPECT_LT(StockKey(1, 100000).view(), StockKey(2, 1).view());
+}
+
+TEST(TpccLoad, RejectsPopulationsTheKeysCannotHold) {
+  auto db = OpenDb();
+  TpccConfig c = SmallConfig(kMaxWarehouses + 1);
+  Tpcc too_many_warehouses(c);
+  EXPECT_EQ(too_many_warehouses.Load(db.get(), 1).code(), StatusCode::kInvalidArgument);
+  c = SmallConfig(1);
+  c.customers_per_district = 0x10000;
+  c.new_orders_per_district = 1;
+  Tpcc too_many_customers(c);
+  EXPECT_EQ(too_many_customers.Load(db.get(), 1).code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace rolis::workloads
