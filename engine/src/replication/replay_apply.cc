@@ -9,7 +9,7 @@ void ReplayApplier::Flush() {
   if (queued_.empty()) return;
   Status s = db_->ApplyReplicatedBatch(worker_, queued_);
   if (!s.ok()) {
-    failed_++;
+    failed_flushes_++;
     static std::atomic<int> logged{0};
     if (logged.fetch_add(1) < 10) {
       std::fprintf(stderr, "rolis-repl %u: replay of a group of %zu writes (from %lu.%lu) had a failed write: %s\n",

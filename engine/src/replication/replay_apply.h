@@ -38,14 +38,14 @@ class ReplayApplier {
   void Flush();
 
   size_t queued() const { return queued_.size(); }
-  uint64_t failed() const { return failed_; }
+  uint64_t failed_flushes() const { return failed_flushes_; }  // flushes with a failed write
 
  private:
   Database* db_;
   Worker* worker_;
   uint32_t log_id_;
   std::vector<ReplicatedWrite> queued_;  // reused: no allocation per write
-  uint64_t failed_ = 0;
+  uint64_t failed_flushes_ = 0;
 };
 
 }  // namespace rolis::replication
