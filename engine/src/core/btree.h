@@ -114,6 +114,18 @@ inline void PrefetchNode(const NodeBase* n, bool leaf) {
   }
 }
 
+// Starts fetching only the lines a search of `n` reads before it knows
+// where to go: the header and the first slices. The one child pointer or
+// record slot the search then picks is a single further line (LookupGroup
+// fetches it once it is known, instead of the whole array).
+inline void PrefetchSearchLines(const NodeBase* n, bool leaf) {
+  if (leaf) {
+    PrefetchBytes<64 + sizeof(Leaf::s0)>(n);
+  } else {
+    PrefetchBytes<64 + sizeof(Inner::s0)>(n);
+  }
+}
+
 inline bool IsLocked(uint64_t v) { return (v & 2) != 0; }
 
 inline uint64_t WaitUnlocked(const NodeBase* n) {
@@ -206,8 +218,8 @@ inline int CompareInnerSlot(const Inner* in, int i, const KeyRef& k) {
 }
 
 // First slot whose key is >= k; *exact if that slot's key equals k.
-inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
-  int lo = NodeLowerBound<kLeafCap>(l->s0, n, k.s0);
+// LeafLowerBound when lo, the first slot with s0 >= k.s0, is already known.
+inline int LeafLowerBoundFrom(const Leaf* l, int n, const KeyRef& k, int lo, bool* exact) {
   if (lo == n || Ld(l->s0[lo]) != k.s0) {
     *exact = false;
     return lo;
@@ -228,6 +240,10 @@ inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
   }
   *exact = found != 0;
   return lo;
+}
+
+inline int LeafLowerBound(const Leaf* l, int n, const KeyRef& k, bool* exact) {
+  return LeafLowerBoundFrom(l, n, k, NodeLowerBound<kLeafCap>(l->s0, n, k.s0), exact);
 }
 
 // Index of the child that covers k: the number of separators <= k.
@@ -268,6 +284,21 @@ class BTree {
   // Lookup (btree_prefetch.cc). At most kPrefetchGroup keys are used.
   static constexpr int kPrefetchGroup = 16;
   void PrefetchGroup(const KeyRef* keys, int n) const;
+
+  // Exact lookups of a group of keys, possibly in different trees
+  // (follower replay: BTree::LookupGroup in btree_lookup_group.cc). Walks
+  // them down together, one level per pass, so the group's misses overlap,
+  // and fetches only the lines each search reads (PrefetchSearchLines, then
+  // the chosen child pointer or slot, then the record's first line).
+  // Same reader rules as Lookup; the caller is inside an epoch.
+  struct GroupProbe {
+    const BTree* tree;  // in
+    KeyRef key;         // in
+    Record* rec;        // out: the record under key, or null when absent
+    bool resolved;      // out: false when a node moved under the walk (look the key up again)
+  };
+  static constexpr int kLookupGroup = 16;
+  static void LookupGroup(GroupProbe* probes, int n);
 
   // Receives leaf version changes made by this thread's inserts, so a
   // transaction can keep its own node set valid.

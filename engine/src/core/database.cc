@@ -115,11 +115,7 @@ void DatabaseImpl::AdoptOrphans(std::vector<AbsentEntry>* out) {
   orphan_count_.store(orphan_retired_.size(), std::memory_order_relaxed);
 }
 
-Status DatabaseImpl::ApplyReplicated(Worker* worker, const WriteRecord& write, uint64_t order_epoch,
-                                     uint64_t order_ts) {
-  if (worker == nullptr) return Status::InvalidArgument("worker is null");
-  auto* w = static_cast<WorkerImpl*>(worker);
-  if (w->db() != this) return Status::InvalidArgument("worker belongs to another database");
+Status DatabaseImpl::CheckReplicated(const WriteRecord& write, uint64_t order_epoch, TableImpl** table) const {
   TableImpl* t = TableById(write.table);
   if (!t) return Status::NotFound("no table with id " + std::to_string(write.table));
   if (write.key.empty()) return Status::InvalidArgument("key is empty");
@@ -133,9 +129,31 @@ Status DatabaseImpl::ApplyReplicated(Worker* worker, const WriteRecord& write, u
                                    " bytes exceeds max_value_bytes=" + std::to_string(lim.max_value_bytes));
   }
   if (order_epoch > UINT32_MAX) return Status::InvalidArgument("replication epoch exceeds 2^32-1");
+  *table = t;
+  return Status::OK();
+}
+
+Status DatabaseImpl::ApplyReplicated(Worker* worker, const WriteRecord& write, uint64_t order_epoch,
+                                     uint64_t order_ts) {
+  if (worker == nullptr) return Status::InvalidArgument("worker is null");
+  auto* w = static_cast<WorkerImpl*>(worker);
+  if (w->db() != this) return Status::InvalidArgument("worker belongs to another database");
+  TableImpl* t = nullptr;
+  Status s = CheckReplicated(write, order_epoch, &t);
+  if (!s.ok()) return s;
   if (w->has_open_txn()) return Status::FailedPrecondition("worker has an open transaction");
   w->Enter(false);
   return w->ApplyReplicated(t, write, order_epoch, order_ts);
+}
+
+Status DatabaseImpl::ApplyReplicatedBatch(Worker* worker, std::span<const ReplicatedWrite> writes) {
+  if (worker == nullptr) return Status::InvalidArgument("worker is null");
+  auto* w = static_cast<WorkerImpl*>(worker);
+  if (w->db() != this) return Status::InvalidArgument("worker belongs to another database");
+  if (w->has_open_txn()) return Status::FailedPrecondition("worker has an open transaction");
+  if (writes.empty()) return Status::OK();
+  w->Enter(false);  // once for the group: its records stay unreclaimed until the next Enter
+  return w->ApplyReplicatedBatch(writes);
 }
 
 void DatabaseImpl::PrefetchReplicated(Worker* worker, const WriteRecord* writes, size_t n) {

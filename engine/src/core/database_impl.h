@@ -101,6 +101,7 @@ class DatabaseImpl final : public Database {
   void PrefetchReplicated(Worker* worker, const WriteRecord* writes, size_t n) override;
   Status ApplyReplicated(Worker* worker, const WriteRecord& write, uint64_t order_epoch,
                          uint64_t order_ts) override;
+  Status ApplyReplicatedBatch(Worker* worker, std::span<const ReplicatedWrite> writes) override;
   void SetReplicationEpoch(uint64_t epoch) override;
   void SetReplayHorizon(uint64_t epoch, uint64_t ts) override;
   const Limits& limits() const override { return options_.limits; }
@@ -121,6 +122,9 @@ class DatabaseImpl final : public Database {
   // Clock for commit timestamps: nanoseconds since Open, >= 1.
   uint64_t ClockTicks() const { return MonotonicNanos() - clock_base_; }
   bool BelowReplayHorizon(uint64_t epoch, uint64_t ts) const;
+  // The checks of a replicated write that do not depend on the worker;
+  // *t gets its table.
+  Status CheckReplicated(const WriteRecord& write, uint64_t order_epoch, TableImpl** t) const;
   WorkerSlot& slot(WorkerId id) { return slots_[id]; }
   void ReleaseWorker(WorkerId id, std::vector<Retired> retired, std::vector<AbsentEntry> absent);
   // Moves absent entries left by destroyed workers to `out`.

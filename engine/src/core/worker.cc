@@ -44,7 +44,7 @@ void TrimChain(WorkerImpl* w, Record* r, uint64_t min_snap, uint64_t retire_epoc
 }  // namespace
 
 void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
-                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap) {
+                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch) {
   const uint64_t old = r->word.load(std::memory_order_relaxed);
   const bool old_absent = (old & tid::kAbsent) != 0;
   Version* chain = r->chain.load(std::memory_order_relaxed);
@@ -64,7 +64,7 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
     if (len > r->CapacityOf(dst)) {
       uint32_t cap = (len + len / 4 + 15u) & ~15u;
       HeapValue* h = NewHeapValue(cap);
-      if (dst != r->inline_value()) w->Retire(dst, RetiredKind::kHeapValue, epoch);
+      if (dst != r->inline_value()) w->Retire(dst, RetiredKind::kHeapValue, retire_epoch);
       dst = h->data();
       __atomic_store_n(reinterpret_cast<char**>(r->inline_value()), dst, __ATOMIC_RELAXED);
       __atomic_store_n(&r->flags, static_cast<uint16_t>(r->flags | kFlagHeapValue), __ATOMIC_RELEASE);
@@ -77,7 +77,7 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
   St(r->ts, ts);
   St(r->epoch, epoch);
   St(r->repl_epoch, static_cast<uint32_t>(repl_epoch));
-  if (chain) TrimChain(w, r, min_snap, epoch);
+  if (chain) TrimChain(w, r, min_snap, retire_epoch);
   if (absent) w->QueueAbsentLocked(t, r);
   r->word.store(tid::Make(ts, absent), std::memory_order_release);
 }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <thread>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,9 @@ class WorkerImpl final : public Worker {
   // Queues r (locked by the caller, absent) for unlinking, once.
   void QueueAbsentLocked(TableImpl* t, Record* r);
   Status ApplyReplicated(TableImpl* t, const WriteRecord& write, uint64_t order_epoch, uint64_t order_ts);
+  // Database::ApplyReplicatedBatch once the worker is checked and has
+  // entered the epoch (replay_batch.cc).
+  Status ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes);
 
   // Open transactions. A Worker may have several open at once (a server
   // interleaves interactive transactions on one worker); each has its own
@@ -91,6 +95,11 @@ class WorkerImpl final : public Worker {
   std::vector<Retired> retired_;
   size_t retired_head_ = 0;
   std::vector<AbsentEntry> absent_;
+
+  // One replicated write whose record may already be known (`r`, from the
+  // group lookup; null: find or insert it). Stamps the version `stamp`.
+  void ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r, uint64_t stamp,
+                          uint64_t min_snap);
 };
 
 // Spins until the record lock is ours; returns the word with the lock bit.
@@ -103,8 +112,15 @@ inline void UnlockRecord(Record* r, uint64_t locked_word) {
 // the old one in the version chain when a snapshot may need it, trims the
 // chain, queues absent records for unlinking, and unlocks. `epoch` is the
 // snapshot epoch of the commit, read after locking.
+// `retire_epoch` (>= epoch) stamps what the install unlinks; it must be read
+// after locking (as `epoch` is for a commit), while `epoch`, the version's
+// snapshot epoch, may be older (follower replay stamps a group with one).
 void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
-                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap);
+                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch);
+inline void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
+                             uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap) {
+  InstallAndUnlock(w, t, r, absent, val, len, ts, epoch, repl_epoch, min_snap, epoch);
+}
 
 inline void SpinPause(uint32_t* spins) {
   if (++*spins < 256) {

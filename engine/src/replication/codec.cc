@@ -100,18 +100,22 @@ void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> write
   }
 }
 
-Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, std::vector<DecodedTxn>* out) {
-  out->clear();
+namespace {
+
+// Decodes every transaction, calling on_txn(ts, write count) and then
+// on_write(w) for each of its writes.
+template <typename OnTxn, typename OnWrite>
+Status Decode(std::string_view payload, uint32_t count, uint64_t last_ts, OnTxn&& on_txn, OnWrite&& on_write) {
   Reader r(payload);
   uint64_t prev = 0;
   for (uint32_t i = 0; i < count; i++) {
-    DecodedTxn t;
+    uint64_t ts = 0;
     uint32_t n = 0;
-    if (!r.Get(&t.ts) || !r.Get(&n)) return Status::InvalidArgument("batch payload truncated (txn header)");
-    if (i > 0 && t.ts <= prev) return Status::InvalidArgument("batch payload: ts not increasing");
-    prev = t.ts;
+    if (!r.Get(&ts) || !r.Get(&n)) return Status::InvalidArgument("batch payload truncated (txn header)");
+    if (i > 0 && ts <= prev) return Status::InvalidArgument("batch payload: ts not increasing");
+    prev = ts;
     if (n > payload.size()) return Status::InvalidArgument("batch payload: write count exceeds the payload");
-    t.writes.reserve(n);
+    on_txn(ts, n);
     for (uint32_t j = 0; j < n; j++) {
       WriteRecord w{};
       uint8_t flags = 0;
@@ -124,9 +128,8 @@ Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, st
       if (kl == 0) return Status::InvalidArgument("batch payload: empty key");
       w.is_delete = flags == 1;
       if (w.is_delete && vl != 0) return Status::InvalidArgument("batch payload: delete with a value");
-      t.writes.push_back(w);
+      on_write(w);
     }
-    out->push_back(std::move(t));
   }
   if (!r.done()) return Status::InvalidArgument("batch payload: trailing bytes");
   if (count > 0 && last_ts != 0 && prev != last_ts) {
@@ -135,10 +138,35 @@ Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, st
   return Status::OK();
 }
 
+}  // namespace
+
+Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, std::vector<DecodedTxn>* out) {
+  out->clear();
+  return Decode(
+      payload, count, last_ts,
+      [out](uint64_t ts, uint32_t n) {
+        out->emplace_back().ts = ts;
+        out->back().writes.reserve(n);
+      },
+      [out](const WriteRecord& w) { out->back().writes.push_back(w); });
+}
+
+Status DecodeBatch(std::string_view payload, uint32_t count, uint64_t last_ts, DecodedBatch* out) {
+  out->clear();
+  Status s = Decode(
+      payload, count, last_ts,
+      [out](uint64_t ts, uint32_t n) {
+        out->txns_.push_back({ts, static_cast<uint32_t>(out->writes_.size()), n});
+      },
+      [out](const WriteRecord& w) { out->writes_.push_back(w); });
+  if (!s.ok()) out->clear();
+  return s;
+}
+
 Status CheckPayload(std::string_view payload, uint32_t count, uint64_t last_ts, uint32_t crc) {
   if (Crc32c(payload) != crc) return Status::InvalidArgument("batch payload: CRC mismatch");
-  std::vector<DecodedTxn> txns;
-  return DecodeTxns(payload, count, last_ts, &txns);
+  DecodedBatch txns;
+  return DecodeBatch(payload, count, last_ts, &txns);
 }
 
 }  // namespace rolis::replication

@@ -32,6 +32,34 @@ struct DecodedTxn {
 // Decodes a payload of `count` transactions whose ts strictly increase and
 // end at `last_ts` (0 = do not check). Checks the CRC when `crc` is given.
 Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, std::vector<DecodedTxn>* out);
+// The transactions of a payload decoded into two flat arrays, reused from
+// one batch to the next (no allocation per transaction once they have
+// grown). Views point into the payload.
+class DecodedBatch {
+ public:
+  size_t size() const { return txns_.size(); }
+  uint64_t ts(size_t i) const { return txns_[i].ts; }
+  std::span<const WriteRecord> writes(size_t i) const {
+    return std::span<const WriteRecord>(writes_.data() + txns_[i].first, txns_[i].count);
+  }
+  void clear() {
+    txns_.clear();
+    writes_.clear();
+  }
+
+ private:
+  friend Status DecodeBatch(std::string_view, uint32_t, uint64_t, DecodedBatch*);
+  struct Txn {
+    uint64_t ts;
+    uint32_t first, count;  // its writes in writes_
+  };
+  std::vector<Txn> txns_;
+  std::vector<WriteRecord> writes_;
+};
+
+// DecodeTxns into a DecodedBatch (same checks; cleared on error).
+Status DecodeBatch(std::string_view payload, uint32_t count, uint64_t last_ts, DecodedBatch* out);
+
 Status CheckPayload(std::string_view payload, uint32_t count, uint64_t last_ts, uint32_t crc);
 
 }  // namespace rolis::replication

@@ -105,7 +105,7 @@ struct Replica::LStream {
 struct Replica::RStream {
   uint64_t cursor = 0;  // slot of the head
   BatchPtr batch;       // the head batch being applied (keeps the views alive)
-  std::vector<DecodedTxn> txns;
+  DecodedBatch txns;    // the head batch decoded (reused from batch to batch)
   size_t pos = 0;
   size_t skip = 0;      // txns of the batch at cursor already in the store (state transfer)
   LogKey consumed{};    // largest key applied or passed in this stream
@@ -236,6 +236,7 @@ void Replica::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
     if (mu == nullptr) mu = idle_stream_mu_.emplace_back(std::make_unique<std::mutex>()).get();
   }
   replay_worker_ = db_->RegisterWorker();
+  if (replay_worker_) applier_ = std::make_unique<ReplayApplier>(db_, replay_worker_.get(), opts_.id);
   snapshot_worker_ = db_->RegisterWorker();
 }
 
@@ -279,6 +280,7 @@ void Replica::Stop() {
   FailWaiters("shutting down");
   CompleteWaiters();
   std::lock_guard<std::mutex> g(rmu_);
+  applier_.reset();
   replay_worker_.reset();
   std::lock_guard<std::mutex> g2(snap_mu_);
   snapshot_worker_.reset();
@@ -1037,40 +1039,10 @@ LogKey Replica::ReplayedKeyLocked() const {
   for (const auto& rs : rstreams_) {
     // A stream whose next item is above G has applied all of its own up to G.
     if (rs->beyond > replay_g_) continue;
-    if (rs->batch && rs->pos < rs->txns.size() && LogKey{rs->batch->epoch, rs->txns[rs->pos].ts} > replay_g_) continue;
+    if (rs->batch && rs->pos < rs->txns.size() && LogKey{rs->batch->epoch, rs->txns.ts(rs->pos)} > replay_g_) continue;
     k = std::min(k, rs->consumed);
   }
   return k;
-}
-
-// Replay is memory-latency bound (a random descent and a record miss per
-// write): warming the next few transactions' writes together overlaps their
-// misses. Only a cache hint: what is applied, and in what order, is unchanged.
-static constexpr size_t kPrefetchTxns = 4;
-
-void Replica::PrefetchTxns(const std::vector<DecodedTxn>& txns, size_t from) {
-  WriteRecord group[64];
-  size_t n = 0;
-  for (size_t i = from; i < txns.size() && i < from + kPrefetchTxns; i++) {
-    for (const WriteRecord& w : txns[i].writes) {
-      if (n == 64) break;
-      group[n++] = w;
-    }
-  }
-  db_->PrefetchReplicated(replay_worker_.get(), group, n);
-}
-
-void Replica::ApplyTxn(const DecodedTxn& t, uint64_t epoch) {
-  for (const WriteRecord& w : t.writes) {
-    Status s = db_->ApplyReplicated(replay_worker_.get(), w, epoch, t.ts);
-    if (!s.ok()) {
-      static std::atomic<int> logged{0};
-      if (logged.fetch_add(1) < 10) {
-        std::fprintf(stderr, "rolis-repl %u: replay of a write at %lu.%lu failed: %s\n", opts_.id,
-                     static_cast<unsigned long>(epoch), static_cast<unsigned long>(t.ts), s.ToString().c_str());
-      }
-    }
-  }
 }
 
 bool Replica::ReplayOnce() {
@@ -1123,13 +1095,11 @@ bool Replica::ReplayOnce() {
         progress = true;
         continue;
       }
-      std::vector<DecodedTxn> txns;
-      if (!DecodeTxns(b.payload, b.txn_count, b.last_ts, &txns).ok()) {
+      if (!DecodeBatch(b.payload, b.txn_count, b.last_ts, &rs.txns).ok()) {
         rs.blocked = true;  // validated on arrival; cannot happen
         return;
       }
       rs.batch = s.value;
-      rs.txns = std::move(txns);
       rs.pos = std::min(rs.skip, rs.txns.size());
       rs.skip = 0;
     }
@@ -1144,7 +1114,7 @@ bool Replica::ReplayOnce() {
     for (uint32_t t = 0; t < opts_.streams; t++) {
       RStream& rs = *rstreams_[t];
       if (!rs.batch || rs.pos >= rs.txns.size()) continue;
-      LogKey k{rs.batch->epoch, rs.txns[rs.pos].ts};
+      LogKey k{rs.batch->epoch, rs.txns.ts(rs.pos)};
       if (best < 0 || k < bk) {
         best = static_cast<int>(t);
         bk = k;
@@ -1158,13 +1128,19 @@ bool Replica::ReplayOnce() {
     }
     if (!safe) break;
     RStream& rs = *rstreams_[best];
-    if (rs.pos % kPrefetchTxns == 0) PrefetchTxns(rs.txns, rs.pos);
-    if (IsValid(rec, bk)) ApplyTxn(rs.txns[rs.pos], rs.batch->epoch);
+    // Queued in key order and applied in groups (replay_apply.h); all of
+    // it is applied before this call returns, under rmu_, so what the
+    // cursors and `consumed` say is in the store when anyone reads them.
+    if (IsValid(rec, bk)) applier_->Add(rs.txns.writes(rs.pos), rs.batch->epoch, bk.ts);
     rs.consumed = std::max(rs.consumed, bk);
     rs.pos++;
     progress = true;
-    if (rs.pos >= rs.txns.size()) fill(best);
+    if (rs.pos >= rs.txns.size()) {
+      applier_->Flush();  // fill() drops the batch the queued writes point into
+      fill(best);
+    }
   }
+  applier_->Flush();
   return progress;
 }
 

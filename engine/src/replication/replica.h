@@ -34,6 +34,7 @@
 #include "acceptor.h"
 #include "codec.h"
 #include "membership.h"
+#include "replay_apply.h"
 #include "rolis/db.h"
 #include "spsc.h"
 #include "transport.h"
@@ -254,8 +255,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void ReplayLoop();
   bool ReplayOnce();  // under rmu_; true if it made progress
   LogKey ReplayedKeyLocked() const;
-  void ApplyTxn(const DecodedTxn& t, uint64_t epoch);
-  void PrefetchTxns(const std::vector<DecodedTxn>& txns, size_t from);
   void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
   void LearnRecord(const DecidedPtr& d);
   void OnNewRecord(const DecidedPtr& d);
@@ -288,6 +287,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::atomic<uint64_t> base_upper_{UINT64_MAX};
   Database* db_ = nullptr;
   std::unique_ptr<Worker> replay_worker_;    // used under rmu_
+  std::unique_ptr<ReplayApplier> applier_;   // on replay_worker_, under rmu_
   std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
   std::mutex snap_mu_;
   std::vector<std::mutex*> worker_mu_;

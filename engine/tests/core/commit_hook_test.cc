@@ -54,10 +54,15 @@ TEST(CommitHookTest, EveryCommittedWriteSetIsReportedOnceInStrictlyIncreasingTsP
   constexpr int kThreads = 3, kTxns = 4000;
   std::vector<std::vector<std::pair<uint64_t, size_t>>> committed(kThreads);  // (ts, #writes)
   std::atomic<int> unexpected{0};
+  std::atomic<int> registered{0};
   std::vector<std::thread> threads;
   for (int id = 0; id < kThreads; ++id) {
     threads.emplace_back([&, id] {
       auto w = db->RegisterWorker();
+      // Start together: a thread that finished first would free its worker
+      // id for a later thread, which the wrong-thread check would flag.
+      registered.fetch_add(1);
+      while (registered.load() < kThreads) std::this_thread::yield();
       std::mt19937_64 rng(id * 31 + 1);
       for (int i = 0; i < kTxns; ++i) {
         int kind = static_cast<int>(rng() % 10);

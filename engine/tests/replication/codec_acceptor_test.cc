@@ -51,6 +51,40 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
 }
 
+// DecodeBatch (follower replay's flat, reused form) reads what DecodeTxns
+// reads, rejects what it rejects, and is left empty by a failure.
+TEST(Codec, DecodeBatchMatchesDecodeTxnsAndIsReused) {
+  std::string p;
+  WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {0, "gamma", "three", false}};
+  AppendTxn(&p, 10, std::span<const WriteRecord>(a, 2));
+  AppendTxn(&p, 12, std::span<const WriteRecord>(a + 2, 1));
+  AppendTxn(&p, 15, std::span<const WriteRecord>());
+  std::vector<DecodedTxn> want;
+  ASSERT_TRUE(DecodeTxns(p, 3, 15, &want).ok());
+  DecodedBatch got;
+  for (int round = 0; round < 2; round++) {  // the second decode reuses the arrays
+    ASSERT_TRUE(DecodeBatch(p, 3, 15, &got).ok());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); i++) {
+      EXPECT_EQ(got.ts(i), want[i].ts);
+      ASSERT_EQ(got.writes(i).size(), want[i].writes.size());
+      for (size_t j = 0; j < want[i].writes.size(); j++) {
+        const WriteRecord& g = got.writes(i)[j];
+        const WriteRecord& w = want[i].writes[j];
+        EXPECT_EQ(g.table, w.table);
+        EXPECT_EQ(g.key, w.key);
+        EXPECT_EQ(g.value, w.value);
+        EXPECT_EQ(g.is_delete, w.is_delete);
+      }
+    }
+  }
+  for (size_t n = 0; n < p.size(); n++) {
+    EXPECT_FALSE(DecodeBatch(p.substr(0, n), 3, 15, &got).ok()) << n;
+    EXPECT_EQ(got.size(), 0u);
+  }
+  EXPECT_FALSE(DecodeBatch(p, 3, 14, &got).ok());
+}
+
 // CRC-32C (Castagnoli), whichever implementation is compiled: the standard
 // check value, and a bitwise reference at every length around the 8-byte
 // steps of the SSE4.2 loop, continued from a previous crc.
