@@ -47,6 +47,11 @@ struct ServerConfig {
   uint32_t replication_streams = 0;
   std::vector<std::string> tables = {"kv"};
   uint32_t epoch_period_ms = 40;
+  // Transparent huge pages for the allocator (Options::huge_pages): fewer
+  // TLB misses on large data, but every fresh allocator segment is zeroed
+  // 2 MiB at a time, which network buffers make frequent. Off by default:
+  // docs/operations.md, "Huge pages".
+  bool huge_pages = false;
 
   // Transactions.
   std::chrono::milliseconds txn_idle_timeout{30000};

@@ -108,6 +108,7 @@ Status RolisServer::Start() {
   opts.limits.max_value_bytes = config_.max_value_bytes;
   opts.limits.max_write_set = std::max<size_t>(config_.max_ops_per_txn, 1);
   opts.epoch_period_ms = config_.epoch_period_ms;
+  opts.huge_pages = config_.huge_pages;
   opts.max_workers = std::max<uint32_t>(64, config_.worker_threads + 8);
   opts.commit_hook = replicator_.get();
   db_ = open_(opts);

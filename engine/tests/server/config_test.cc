@@ -30,6 +30,18 @@ TEST(ConfigTest, DefaultsRunAStandaloneNode) {
   EXPECT_EQ(c.execute_retries, 5u);
   EXPECT_EQ(c.ClientAddress(), c.listen);
   EXPECT_NE(c.Summary().find("max_open_txns=10000"), std::string::npos);
+  EXPECT_FALSE(c.huge_pages);  // docs/operations.md, "Huge pages"
+  EXPECT_NE(c.Summary().find("huge_pages=off"), std::string::npos);
+}
+
+TEST(ConfigTest, HugePagesTakeABoolean) {
+  ParseResult on = Parse({"--huge-pages=true"});
+  ASSERT_EQ(on.kind, ParseResult::Kind::kOk) << on.message;
+  EXPECT_TRUE(on.config.huge_pages);
+  EXPECT_NE(on.config.Summary().find("huge_pages=on"), std::string::npos);
+  ParseResult bad = Parse({"--huge-pages=maybe"});
+  EXPECT_EQ(bad.kind, ParseResult::Kind::kError);
+  EXPECT_NE(bad.message.find("--huge-pages"), std::string::npos) << bad.message;
 }
 
 TEST(ConfigTest, TheInterfaceOutsideChecksUseParses) {
@@ -138,7 +150,7 @@ TEST(ConfigTest, HelpNamesEveryFlagAndItsVariable) {
   for (const char* s : {"--listen", "--admin-listen", "--metrics-listen", "--worker-threads", "--max-key-bytes",
                         "--max-value-bytes", "--max-ops-per-txn", "--max-open-txns", "--max-scan-limit",
                         "--max-message-bytes", "--txn-idle-timeout", "--tls-cert", "--tls-key", "--tls-ca",
-                        "--log-format", "--log-level", "--peers", "--id", "--election", "ROLISD_LISTEN",
+                        "--log-format", "--log-level", "--peers", "--id", "--election", "--huge-pages", "ROLISD_LISTEN",
                         "ROLISD_MAX_OPEN_TXNS"}) {
     EXPECT_NE(r.message.find(s), std::string::npos) << s;
   }
