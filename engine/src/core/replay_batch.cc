@@ -1,6 +1,7 @@
 // Follower replay of a group of replicated writes in one call
-// (Database::ApplyReplicatedBatch). Same result, write for write, as
-// ApplyReplicated of each in order (worker.cc), with less work per write:
+// (Database::ApplyReplicatedBatch), and the step of one write that it shares
+// with ApplyReplicated (worker.cc). Same result, write for write, as
+// ApplyReplicated of each in order, with less work per write:
 //   - the worker enters the epoch once for the group;
 //   - the keys are looked up as groups of BTree::kLookupGroup
 //     (BTree::LookupGroup overlaps their misses) and a found record is
@@ -85,7 +86,7 @@ void WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Replica
     // does); the version keeps the group's stamp unless a local commit wrote
     // the record at a later epoch meanwhile (versions stay newest first).
     const uint64_t now = db_->epoch_.load(std::memory_order_seq_cst);
-    const uint64_t epoch = std::max(stamp, r->epoch);
+    const uint64_t epoch = std::max(stamp == kStampAtLock ? now : stamp, r->epoch);
     if (write.is_delete) {
       St(r->flags, r->flags | kFlagReplTombstone);
     } else {

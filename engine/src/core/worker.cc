@@ -332,46 +332,11 @@ bool WorkerImpl::TryUnlinkAbsent(AbsentEntry& a, uint64_t min_snap) {
 
 Status WorkerImpl::ApplyReplicated(TableImpl* t, const WriteRecord& write, uint64_t order_epoch,
                                    uint64_t order_ts) {
-  KeyRef k(write.key);
-  for (;;) {
-    Record* r = t->tree.Lookup(k).rec;
-    bool created = false;
-    if (!r) {
-      Record* nr = NewRecord(write.key, static_cast<uint32_t>(write.value.size()));
-      Record* existing = t->tree.InsertIfAbsent(k, nr);
-      if (existing) {
-        FreeRecord(nr);
-        r = existing;
-      } else {
-        r = nr;
-        created = true;
-        Bump(slot_->records, 1);
-      }
-    }
-    uint64_t w = LockRecord(r);
-    if (!(w & tid::kLatest)) {
-      UnlockRecord(r, w);
-      continue;
-    }
-    bool newer = order_epoch > r->repl_epoch || (order_epoch == r->repl_epoch && order_ts > r->ts);
-    if (!newer) {
-      // An older or duplicate write: last writer wins, nothing to do.
-      if (created) QueueAbsentLocked(t, r);
-      UnlockRecord(r, w);
-      return Status::OK();
-    }
-    uint64_t epoch = db_->epoch_.load(std::memory_order_seq_cst);
-    uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
-    if (write.is_delete) {
-      St(r->flags, r->flags | kFlagReplTombstone);
-    } else {
-      St(r->flags, r->flags & ~kFlagReplTombstone);
-    }
-    InstallAndUnlock(this, t, r, write.is_delete, write.value.data(),
-                     static_cast<uint32_t>(write.is_delete ? 0 : write.value.size()), order_ts, epoch, order_epoch,
-                     min_snap);
-    return Status::OK();
-  }
+  // One write alone: its version takes the epoch read once its record is
+  // locked, as a commit's does (replay_batch.cc has the shared steps).
+  ApplyOneReplicated(t, KeyRef(write.key), ReplicatedWrite{write, order_epoch, order_ts}, /*r=*/nullptr,
+                     kStampAtLock, db_->min_snap_.load(std::memory_order_acquire));
+  return Status::OK();
 }
 
 }  // namespace rolis::core

@@ -97,7 +97,9 @@ class WorkerImpl final : public Worker {
   std::vector<AbsentEntry> absent_;
 
   // One replicated write whose record may already be known (`r`, from the
-  // group lookup; null: find or insert it). Stamps the version `stamp`.
+  // group lookup; null: find or insert it). Stamps the version `stamp`, or
+  // with kStampAtLock the epoch read once the record is locked.
+  static constexpr uint64_t kStampAtLock = ~uint64_t{0};
   void ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r, uint64_t stamp,
                           uint64_t min_snap);
 };
