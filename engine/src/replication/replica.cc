@@ -959,9 +959,11 @@ void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& ad
     leading = lmode_ != LMode::kIdle && lepoch_ < epoch;
   }
   if (leading) StepDown(epoch, "another member leads a newer epoch");
-  if (abandon && role_.load() == Role::kCandidate) {
-    role_.store(dirty_.load() ? Role::kCatchingUp : Role::kFollower);
-  }
+  if (abandon) LeaveCandidateRole();
+}
+
+void Replica::LeaveCandidateRole() {
+  if (role_.load() == Role::kCandidate) role_.store(dirty_.load() ? Role::kCatchingUp : Role::kFollower);
 }
 
 void Replica::LearnRecord(const DecidedPtr& d) {
@@ -1763,7 +1765,7 @@ void Replica::AbandonCandidacy(uint64_t epoch) {
     if (!pending_ || pending_->epoch != epoch) return;
     pending_.reset();
   }
-  if (role_.load() == Role::kCandidate) role_.store(dirty_.load() ? Role::kCatchingUp : Role::kFollower);
+  LeaveCandidateRole();
 }
 
 Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_client_address) {

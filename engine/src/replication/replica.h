@@ -256,6 +256,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   bool ReplayOnce();  // under rmu_; true if it made progress
   LogKey ReplayedKeyLocked() const;
   void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
+  // After this member's pending candidacy was dropped: a candidate becomes a
+  // follower (catching up if it holds discarded commits).
+  void LeaveCandidateRole();
   void LearnRecord(const DecidedPtr& d);
   void OnNewRecord(const DecidedPtr& d);
   DecidedPtr Latest() const { return control_.latest(); }
