@@ -90,8 +90,29 @@ struct Replica::LStream {
     uint64_t index;
     BatchPtr value;
     LogKey reach;  // largest key in the log up to and including this slot
+    uint64_t end_bytes = 0;  // appended_bytes once this slot was appended
   };
   std::deque<Entry> log;
+  uint64_t appended_bytes = 0;  // bytes of every slot ever appended to `log` (monotone)
+  void Append(uint64_t index, BatchPtr value, LogKey reach) {
+    appended_bytes += value->bytes();
+    log.push_back({index, std::move(value), reach, appended_bytes});
+  }
+  // Bytes of the slots from `index` to the end of the log.
+  uint64_t BytesFrom(uint64_t index) const {
+    if (index < log_start) index = log_start;
+    if (index - log_start >= log.size()) return 0;
+    const Entry& e = log[index - log_start];
+    return appended_bytes - (e.end_bytes - e.value->bytes());
+  }
+  // The first slot of the newest run of slots holding at most `slots`
+  // slots and `bytes` bytes.
+  uint64_t NewestWithin(uint64_t slots, uint64_t bytes) const {
+    uint64_t from = next_index > slots ? std::max(next_index - slots, log_start) : log_start;
+    auto it = std::partition_point(log.begin() + static_cast<ptrdiff_t>(from - log_start), log.end(),
+                                   [&](const Entry& e) { return appended_bytes - (e.end_bytes - e.value->bytes()) > bytes; });
+    return it == log.end() ? next_index : it->index;
+  }
   uint64_t log_start = 0, next_index = 0, barrier_index = 0;
   LogKey base_reach{};
   LogKey walk_reach{};       // the failover walk's reach over compacted log entries
@@ -503,7 +524,7 @@ void Replica::AppendToLog(uint32_t t, LStream& s, BatchPtr b) {
   s.self_prefix = need;
   LogKey reach = s.log.empty() ? s.base_reach : s.log.back().reach;
   if (b->kind != BatchKind::kNoop) reach = std::max(reach, b->key());
-  s.log.push_back({slot.index, std::move(b), reach});
+  s.Append(slot.index, std::move(b), reach);
 }
 
 void Replica::SendWindow(uint32_t t, LStream& s, size_t p, SteadyClock::time_point now) {
@@ -604,10 +625,11 @@ void Replica::Recompute(SteadyClock::time_point now) {
     // Keep a little history whatever the peers say, so that a member that
     // just finished a state transfer (and is not yet heard from) finds the
     // slots after its snapshot.
-    below = std::min(below, s.next_index > opts_.min_retained ? s.next_index - opts_.min_retained : 0);
+    below = std::min(below, s.NewestWithin(opts_.min_retained, opts_.min_retained_bytes));
     for (const PeerState& ps : s.peers) {
       if (!ps.active || !ps.heard || now - ps.last_reply > opts_.live_window) continue;
       if (s.next_index > opts_.max_log_slots && ps.replayed_next + opts_.max_log_slots < s.next_index) continue;
+      if (s.BytesFrom(ps.replayed_next) > opts_.max_log_bytes) continue;
       below = std::min(below, ps.replayed_next);
     }
     if (below < s.log_start + opts_.compact_every) continue;
@@ -1726,7 +1748,7 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
       LogKey reach{};
       for (const Slot& sl : pending->repropose[t]) {
         if (sl.value->kind != BatchKind::kNoop) reach = std::max(reach, sl.value->key());
-        s.log.push_back({sl.index, sl.value, reach});
+        s.Append(sl.index, sl.value, reach);
       }
       s.next_index = pending->repropose[t].back().index + 1;
       s.barrier_index = pending->repropose[t].back().index;

@@ -64,9 +64,16 @@ struct ReplicaOptions {
   std::chrono::milliseconds rpc_timeout{2000};  // Promise, Control, Snapshot calls
   std::chrono::milliseconds open_timeout{5000};  // OpenEpoch waits this long for a majority
   std::chrono::milliseconds live_window{3000};   // a peer silent longer no longer holds back compaction
-  uint64_t max_log_slots = 20000;  // per stream; a peer further behind catches up by state transfer
+  // A peer further behind than either bound (per stream) no longer holds
+  // back compaction: it catches up by state transfer.
+  uint64_t max_log_slots = 20000;
+  uint64_t max_log_bytes = uint64_t{256} << 20;
   uint64_t compact_every = 64;     // compact once this many slots can go
-  uint64_t min_retained = 4096;    // per stream: slots the leader keeps whatever the peers say
+  // Per stream, the leader keeps its newest slots whatever the peers say, up
+  // to whichever bound comes first. In bytes too: TPC-C batches of 50 are
+  // ~125 KB, so 4096 slots would hold half a gigabyte, all freshly faulted.
+  uint64_t min_retained = 4096;
+  uint64_t min_retained_bytes = uint64_t{16} << 20;
   std::string client_address;      // announced to followers (redirects)
   // Start-up probe: find out from the other members whether this member
   // restarted empty (then it catches up by state transfer before it votes).

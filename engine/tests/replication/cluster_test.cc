@@ -153,6 +153,25 @@ TEST(Cluster, FollowerRestartedEmptyRejoinsByStateTransfer) {
   EXPECT_EQ(c.Put(1, 0, "after", "1"), Cluster::Ack::kAcked);
 }
 
+TEST(Cluster, TheLeadersRetainedLogIsBoundedInBytesNotOnlyInSlots) {
+  // 300 slots of ~4 KB each, far below min_retained's 4096 slots: only the
+  // byte bound (64 KB, ~16 slots) lets the leader compact what every
+  // follower replayed.
+  ClusterOptions o;
+  o.min_retained_bytes = 64 << 10;
+  Cluster c(o);
+  ASSERT_TRUE(c.Failover(1).ok());
+  const std::string value(4000, 'v');
+  for (int i = 0; i < 300; i++) ASSERT_EQ(c.Put(1, 0, "k" + std::to_string(i), value), Cluster::Ack::kAcked) << i;
+  ASSERT_TRUE(c.WaitReplicated(1));
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(1).GetStatus().streams[0].first_slot > 150; }, 5s))
+      << "leader's log starts at " << c.r(1).GetStatus().streams[0].first_slot;
+  const StreamStatus leader = c.r(1).GetStatus().streams[0];
+  EXPECT_LE(leader.next_slot - leader.first_slot, 16u + 64u + 8u);  // retained + compact_every + heartbeats
+  EXPECT_EQ(c.Dump(2).size(), 300u);
+  EXPECT_EQ(c.Dump(3).size(), 300u);
+}
+
 TEST(Cluster, BadInputOnTheReplicationPortIsRefusedAndChangesNothing) {
   Cluster c({});
   ASSERT_TRUE(c.Failover(1).ok());
