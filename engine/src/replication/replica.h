@@ -357,6 +357,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::priority_queue<Waiter, std::vector<Waiter>, std::greater<Waiter>> waiters_;
   std::vector<std::pair<WatermarkWaiter*, std::string>> failed_;  // to complete with failure
   std::atomic<bool> kick_{false};  // the commit path wakes the loop without a lock
+  static constexpr size_t kWakeBacklog = 4;  // closed batches waiting that wake a fast-ticking loop
   std::atomic<bool> resting_{false};  // the loop ticks slowly: a batch's first commit wakes it
 
   // Replay state (rmu_).

@@ -38,6 +38,12 @@ class SpscRing {
     tail_.store((t + 1) % cap_, std::memory_order_release);
     return true;
   }
+  // Either side: how many items wait (exact for the producer's own pushes,
+  // a lower bound for what the consumer has not yet taken).
+  size_t Size() const {
+    size_t h = head_.load(std::memory_order_acquire), t = tail_.load(std::memory_order_acquire);
+    return (h + cap_ - t) % cap_;
+  }
   bool Empty() const { return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_acquire); }
 
  private:
