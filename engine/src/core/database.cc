@@ -30,6 +30,13 @@ DatabaseImpl::DatabaseImpl(const Options& options) : options_(options) {
   // every lookup also misses the TLB. mimalloc then madvises its segments
   // for transparent huge pages (segments allocated from now on).
   if (options_.huge_pages && !getenv("ROLIS_NO_HUGE")) mi_option_enable(mi_option_large_os_pages);
+  // Freed memory stays committed for a second before it goes back to the
+  // kernel (mimalloc's default: 25 ms). Replication batches and gRPC
+  // messages are freed and allocated again at a high rate, and every page
+  // handed back was faulted in and zeroed again: a fifth of the followers'
+  // CPU in replicated TPC-C (docs/benchmarks.md). The environment's
+  // MIMALLOC_DECOMMIT_DELAY, if set, wins.
+  if (!getenv("MIMALLOC_DECOMMIT_DELAY")) mi_option_set(mi_option_decommit_delay, 1000);
 #endif
   max_workers_ = std::clamp<uint32_t>(options_.max_workers, 1, kMaxWorkerIds);
   options_.max_workers = max_workers_;
