@@ -1,5 +1,6 @@
 #include "codec.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -38,10 +39,20 @@ class Reader {
     return true;
   }
   bool done() const { return pos_ == in_.size(); }
+  // Asks for the cache lines up to kAhead bytes past the position. A
+  // follower decodes a batch long after it arrived, when it is no longer in
+  // cache: without this, 70% of decoding was the miss on each write's header
+  // (perf annotate, replicated TPC-C).
+  void PrefetchAhead() {
+    static constexpr size_t kAhead = 1024;
+    const size_t until = std::min(in_.size(), pos_ + kAhead);
+    for (; prefetched_ < until; prefetched_ += 64) __builtin_prefetch(in_.data() + prefetched_);
+  }
 
  private:
   std::string_view in_;
   size_t pos_ = 0;
+  size_t prefetched_ = 0;
 };
 
 }  // namespace
@@ -117,6 +128,7 @@ Status Decode(std::string_view payload, uint32_t count, uint64_t last_ts, OnTxn&
     if (n > payload.size()) return Status::InvalidArgument("batch payload: write count exceeds the payload");
     on_txn(ts, n);
     for (uint32_t j = 0; j < n; j++) {
+      r.PrefetchAhead();
       WriteRecord w{};
       uint8_t flags = 0;
       uint32_t kl = 0, vl = 0;
