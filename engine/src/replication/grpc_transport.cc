@@ -364,10 +364,12 @@ grpc::Status ReplicationService::Replicate(grpc::ServerContext* ctx,
     AcceptMsg m;
     std::string err;
     AcceptReply r;
-    if (!wire::FromWire(req, &m, &err)) {
+    const uint32_t stream_id = req.stream();
+    const uint64_t slot_index = req.slot().index();
+    if (!wire::FromWire(std::move(req), &m, &err)) {
       r.from = t_->self();
-      r.stream = req.stream();
-      r.slot_index = req.slot().index();
+      r.stream = stream_id;
+      r.slot_index = slot_index;
       r.error = err;
     } else {
       r = h->HandleAccept(m);

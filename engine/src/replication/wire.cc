@@ -51,7 +51,10 @@ void ToWire(const Batch& b, v1::Batch* out) {
   out->set_crc32c(b.crc);
 }
 
-bool FromWire(const v1::Batch& w, BatchPtr* out, std::string* error) {
+namespace {
+
+// `payload` is w's encoded field, copied or moved out by the caller.
+bool BatchFromWire(const v1::Batch& w, std::string payload, BatchPtr* out, std::string* error) {
   auto b = std::make_shared<Batch>();
   switch (w.kind()) {
     case v1::Batch::TXNS: b->kind = BatchKind::kTxns; break;
@@ -67,11 +70,22 @@ bool FromWire(const v1::Batch& w, BatchPtr* out, std::string* error) {
   }
   b->epoch = w.epoch();
   b->last_ts = w.last_ts();
-  b->payload = w.encoded();
+  b->payload = std::move(payload);
   b->txn_count = w.txn_count();
   b->crc = w.crc32c();
   *out = std::move(b);
   return true;
+}
+
+}  // namespace
+
+bool FromWire(const v1::Batch& w, BatchPtr* out, std::string* error) {
+  return BatchFromWire(w, w.encoded(), out, error);
+}
+
+bool FromWire(v1::Batch&& w, BatchPtr* out, std::string* error) {
+  std::string payload = std::move(*w.mutable_encoded());
+  return BatchFromWire(w, std::move(payload), out, error);
 }
 
 void ToWire(const AcceptMsg& m, v1::AcceptRequest* out) {
@@ -89,7 +103,7 @@ void ToWire(const AcceptMsg& m, v1::AcceptRequest* out) {
   out->set_leader_client_address(m.leader_client_address);
 }
 
-bool FromWire(const v1::AcceptRequest& r, AcceptMsg* out, std::string* error) {
+bool FromWire(v1::AcceptRequest&& r, AcceptMsg* out, std::string* error) {
   out->from = r.from();
   out->epoch = r.epoch();
   out->stream = r.stream();
@@ -99,7 +113,7 @@ bool FromWire(const v1::AcceptRequest& r, AcceptMsg* out, std::string* error) {
     *error = "accept without a slot value";
     return false;
   }
-  if (!FromWire(r.slot().value(), &out->slot.value, error)) return false;
+  if (!FromWire(std::move(*r.mutable_slot()->mutable_value()), &out->slot.value, error)) return false;
   out->commit_watermark = FromWire(r.commit_watermark());
   out->log_start = r.log_start();
   out->compact_below = r.compact_below();

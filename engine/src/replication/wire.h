@@ -20,9 +20,11 @@ DecidedPtr FromWire(const v1::EpochRecord& r);  // null when r has epoch 0 and n
 void ToWire(const Batch& b, v1::Batch* out);
 // False (with *error) when the kind is unknown.
 bool FromWire(const v1::Batch& b, BatchPtr* out, std::string* error);
+bool FromWire(v1::Batch&& b, BatchPtr* out, std::string* error);  // moves the payload out
 
 void ToWire(const AcceptMsg& m, v1::AcceptRequest* out);
-bool FromWire(const v1::AcceptRequest& r, AcceptMsg* out, std::string* error);
+// Moves the payload out of r (a follower receives every batch once: no copy).
+bool FromWire(v1::AcceptRequest&& r, AcceptMsg* out, std::string* error);
 void ToWire(const AcceptReply& r, v1::AcceptResponse* out);
 AcceptReply FromWire(const v1::AcceptResponse& r);
 
