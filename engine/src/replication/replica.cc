@@ -345,7 +345,14 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord
   AppendTxn(&s.buf, ts, writes);
   s.count++;
   s.buf_last_ts = ts;
-  if (s.count >= opts_.batch_size) CloseBatch(s, e, true);
+  if (s.count >= opts_.batch_size) {
+    CloseBatch(s, e, true);
+  } else if (s.count % kTimeoutCheckEvery == 0 && SteadyClock::now() - s.started >= opts_.batch_timeout) {
+    // The loop closes a timed-out batch only when the worker's mutex is
+    // free; a worker that never idles must close its own, or a large
+    // --batch-size would hold every commit until the batch fills.
+    CloseBatch(s, e, true);
+  }
 }
 
 uint64_t Replica::Floor() const {

@@ -358,6 +358,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::vector<std::pair<WatermarkWaiter*, std::string>> failed_;  // to complete with failure
   std::atomic<bool> kick_{false};  // the commit path wakes the loop without a lock
   static constexpr size_t kWakeBacklog = 4;  // closed batches waiting that wake a fast-ticking loop
+  static constexpr uint32_t kTimeoutCheckEvery = 8;  // commits between a worker's checks of its batch's age
   std::atomic<bool> resting_{false};  // the loop ticks slowly: a batch's first commit wakes it
 
   // Replay state (rmu_).

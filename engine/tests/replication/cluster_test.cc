@@ -172,6 +172,29 @@ TEST(Cluster, TheLeadersRetainedLogIsBoundedInBytesNotOnlyInSlots) {
   EXPECT_EQ(c.Dump(3).size(), 300u);
 }
 
+TEST(Cluster, ABusyWorkersBatchClosesAtTheTimeoutNotOnlyAtItsSize) {
+  ClusterOptions o;
+  o.batch_size = 1000000;  // never reached here
+  Cluster c(o);
+  ASSERT_TRUE(c.Failover(1).ok());
+  Member& m = c.m(1);
+  // The worker holds its stream's mutex throughout, as one that never
+  // idles: the leader's loop cannot close the batch for it.
+  std::lock_guard<std::mutex> g(*m.mu[0]);
+  uint64_t first = 0;
+  bool covered = false;
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  for (int i = 0; !covered && std::chrono::steady_clock::now() < deadline; i++) {
+    auto txn = m.workers[0]->Begin();
+    ASSERT_TRUE(txn->Put(m.table, "k" + std::to_string(i), "v").ok());
+    ASSERT_TRUE(txn->Commit().ok());
+    if (first == 0) first = txn->commit_ts();
+    covered = m.replica->WatermarkCovers(first);
+    std::this_thread::sleep_for(100us);
+  }
+  EXPECT_TRUE(covered) << "the first commit was still not acknowledged after 2 s of a busy worker";
+}
+
 TEST(Cluster, BadInputOnTheReplicationPortIsRefusedAndChangesNothing) {
   Cluster c({});
   ASSERT_TRUE(c.Failover(1).ok());
