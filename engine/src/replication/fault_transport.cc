@@ -202,6 +202,8 @@ Status LocalNetwork::Call(uint32_t from, uint32_t to, const std::function<void(R
   std::shared_lock<std::shared_mutex> rd(target->mu);
   if (!target->handler) return Status(StatusCode::kInternal, "unavailable: member is down");
   fn(target->handler);
+  rd.unlock();
+  if (delays[1].count() > 0) std::this_thread::sleep_for(delays[1]);  // the reply's way back
   return Status::OK();
 }
 

@@ -68,6 +68,7 @@ struct Replica::PeerState {
   uint64_t rewind_point = UINT64_MAX;
   SteadyClock::time_point last_reply{}, last_rewind{}, last_progress{};
   uint64_t replayed_next = 0;
+  SteadyClock::time_point catching_up_at{};  // last said it catches up by state transfer
   bool heard = false;
   bool active = true;  // in a configuration the leader counts, or a learner: sent to
 };
@@ -566,11 +567,12 @@ void Replica::SendWindow(uint32_t t, LStream& s, size_t p, SteadyClock::time_poi
 }
 
 void Replica::HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time_point now) {
+  int p = PeerPos(peer);
   if (!r.ok) {
     if (r.promised_epoch > lepoch_) StepDownLocked(r.promised_epoch, "a member promised a newer epoch");
+    if (r.catching_up && p >= 0 && r.stream < opts_.streams) lstreams_[r.stream]->peers[p].catching_up_at = now;
     return;
   }
-  int p = PeerPos(peer);
   if (p < 0 || r.stream >= opts_.streams) return;
   LStream& s = *lstreams_[r.stream];
   PeerState& ps = s.peers[p];
@@ -639,6 +641,12 @@ void Replica::Recompute(SteadyClock::time_point now) {
     // slots after its snapshot.
     below = std::min(below, s.NewestWithin(opts_.min_retained, opts_.min_retained_bytes));
     for (const PeerState& ps : s.peers) {
+      // A member in a state transfer will need the slots after its snapshot,
+      // which a caught-up follower took a moment ago: keep as much as the
+      // upper bounds allow until it has caught up (or gone silent).
+      if (ps.active && now - ps.catching_up_at <= opts_.live_window) {
+        below = std::min(below, s.NewestWithin(opts_.max_log_slots, opts_.max_log_bytes));
+      }
       if (!ps.active || !ps.heard || now - ps.last_reply > opts_.live_window) continue;
       if (s.next_index > opts_.max_log_slots && ps.replayed_next + opts_.max_log_slots < s.next_index) continue;
       if (s.BytesFrom(ps.replayed_next) > opts_.max_log_bytes) continue;
@@ -910,6 +918,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
   }
   if (!voting_.load(std::memory_order_acquire)) {
     r.error = "catching up: not voting yet";
+    r.catching_up = true;
     return r;
   }
   AcceptReply a = acceptor_.Accept(m);

@@ -83,6 +83,7 @@ struct AcceptReply {
   uint64_t need_from = 0;
   uint64_t replayed_next = 0;   // next slot this member will replay
   uint64_t first_slot = 0;      // slots below are compacted
+  bool catching_up = false;     // when !ok: this member is not voting yet (state transfer)
   std::string error;            // bad input: why (nothing changed)
 };
 

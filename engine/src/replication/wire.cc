@@ -131,6 +131,7 @@ void ToWire(const AcceptReply& r, v1::AcceptResponse* out) {
   out->set_need_from(r.need_from);
   out->set_replayed_next(r.replayed_next);
   out->set_first_slot(r.first_slot);
+  out->set_catching_up(r.catching_up);
   out->set_error(r.error);
 }
 
@@ -144,6 +145,7 @@ AcceptReply FromWire(const v1::AcceptResponse& w) {
   r.need_from = w.need_from();
   r.replayed_next = w.replayed_next();
   r.first_slot = w.first_slot();
+  r.catching_up = w.catching_up();
   r.error = w.error();
   return r;
 }

@@ -59,6 +59,7 @@ struct ClusterOptions {
   std::chrono::milliseconds retransmit{30};
   uint64_t max_log_slots = 20000;
   uint64_t min_retained_bytes = uint64_t{16} << 20;
+  uint64_t max_log_bytes = uint64_t{256} << 20;
   std::chrono::milliseconds live_window{3000};
   // If set: only members 1..initial form the cluster; the others are booted
   // later by Join (knowing every member) and added by membership changes.
@@ -107,6 +108,7 @@ class Cluster {
     ro.retransmit = o_.retransmit;
     ro.max_log_slots = o_.max_log_slots;
     ro.min_retained_bytes = o_.min_retained_bytes;
+    ro.max_log_bytes = o_.max_log_bytes;
     ro.live_window = o_.live_window;
     ro.client_address = "member-" + std::to_string(id);
     TsClock clock;

@@ -806,10 +806,14 @@ type AcceptResponse struct {
 	MemberId      uint32                 `protobuf:"varint,5,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	// The acceptor holds every slot from the leader's log start up to (not
 	// including) need_from at this epoch's ballot.
-	NeedFrom      uint64 `protobuf:"varint,6,opt,name=need_from,json=needFrom,proto3" json:"need_from,omitempty"`
-	ReplayedNext  uint64 `protobuf:"varint,7,opt,name=replayed_next,json=replayedNext,proto3" json:"replayed_next,omitempty"` // next slot this member replays
-	FirstSlot     uint64 `protobuf:"varint,8,opt,name=first_slot,json=firstSlot,proto3" json:"first_slot,omitempty"`
-	Error         string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"` // bad input: why (nothing changed)
+	NeedFrom     uint64 `protobuf:"varint,6,opt,name=need_from,json=needFrom,proto3" json:"need_from,omitempty"`
+	ReplayedNext uint64 `protobuf:"varint,7,opt,name=replayed_next,json=replayedNext,proto3" json:"replayed_next,omitempty"` // next slot this member replays
+	FirstSlot    uint64 `protobuf:"varint,8,opt,name=first_slot,json=firstSlot,proto3" json:"first_slot,omitempty"`
+	Error        string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"` // bad input: why (nothing changed)
+	// When not ok: this member is catching up by state transfer and does not
+	// vote yet; the leader keeps more of its log meanwhile (docs/replication.md,
+	// "Compaction").
+	CatchingUp    bool `protobuf:"varint,10,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -905,6 +909,13 @@ func (x *AcceptResponse) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *AcceptResponse) GetCatchingUp() bool {
+	if x != nil {
+		return x.CatchingUp
+	}
+	return false
 }
 
 type SnapshotRequest struct {
@@ -1412,7 +1423,7 @@ const file_rolis_v1_replication_proto_rawDesc = "" +
 	"\tlog_start\x18\x06 \x01(\x04R\blogStart\x12#\n" +
 	"\rcompact_below\x18\a \x01(\x04R\fcompactBelow\x12/\n" +
 	"\adecided\x18\b \x01(\v2\x15.rolis.v1.EpochRecordR\adecided\x122\n" +
-	"\x15leader_client_address\x18\t \x01(\tR\x13leaderClientAddress\"\x92\x02\n" +
+	"\x15leader_client_address\x18\t \x01(\tR\x13leaderClientAddress\"\xb3\x02\n" +
 	"\x0eAcceptResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12%\n" +
 	"\x0epromised_epoch\x18\x02 \x01(\x04R\rpromisedEpoch\x12\x16\n" +
@@ -1424,7 +1435,10 @@ const file_rolis_v1_replication_proto_rawDesc = "" +
 	"\rreplayed_next\x18\a \x01(\x04R\freplayedNext\x12\x1d\n" +
 	"\n" +
 	"first_slot\x18\b \x01(\x04R\tfirstSlot\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"D\n" +
+	"\x05error\x18\t \x01(\tR\x05error\x12\x1f\n" +
+	"\vcatching_up\x18\n" +
+	" \x01(\bR\n" +
+	"catchingUp\"D\n" +
 	"\x0fSnapshotRequest\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\rR\bmemberId\"\xf4\x02\n" +
