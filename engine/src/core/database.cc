@@ -230,6 +230,22 @@ DatabaseStats DatabaseImpl::Stats() const {
   return s;
 }
 
+bool DatabaseImpl::ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t stamp) {
+  if (MonotonicNanos() - last_snapshot_ns_.load(std::memory_order_relaxed) < kReadersQuietNs) return false;
+  // Announce first, then look: a reader registers its snapshot first, then
+  // looks at unversioned_epoch_.
+  uint64_t u = unversioned_epoch_.load(std::memory_order_relaxed);
+  while (u < stamp && !unversioned_epoch_.compare_exchange_weak(u, stamp, std::memory_order_seq_cst)) {
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  for (uint32_t i = 0; i < max_workers_; ++i) {
+    if (&slots_[i] == replayer) continue;
+    if (slots_[i].snap.load(std::memory_order_seq_cst) != kIdle) return false;
+    if (slots_[i].local.load(std::memory_order_seq_cst) != kIdle) return false;
+  }
+  return true;
+}
+
 void DatabaseImpl::AdvanceLoop() {
   std::unique_lock<std::mutex> lk(stop_mu_);
   const auto period = std::chrono::milliseconds(options_.epoch_period_ms);

@@ -135,6 +135,18 @@ class DatabaseImpl final : public Database {
 
   // The global epochs (see the file comment), each on its own line.
   alignas(64) std::atomic<uint64_t> epoch_{2};
+  // Follower replay may overwrite a record without keeping its old version
+  // while no other worker is inside a transaction or holds a snapshot and no
+  // read-only transaction began for kReadersQuietNs (ReplayMayDropOldVersions);
+  // unversioned_epoch_ is the newest epoch it did so at. A read-only
+  // transaction that begins below it waits until its snapshot reaches it
+  // (WorkerImpl::AwaitVersionedSnapshot). Each side stores, then loads the
+  // other's (seq_cst): one of the two always sees the other.
+  static constexpr uint64_t kReadersQuietNs = 1'000'000'000;
+  std::atomic<uint64_t> unversioned_epoch_{0};
+  std::atomic<uint64_t> last_snapshot_ns_{0};
+  bool ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t stamp);
+
   alignas(64) std::atomic<uint64_t> snap_epoch_{1};
   std::atomic<uint64_t> min_snap_{1};
   std::atomic<uint64_t> reclaim_epoch_{1};

@@ -23,6 +23,9 @@ Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes)
   // read it here, so every snapshot it makes stays below `stamp`.
   const uint64_t stamp = db_->epoch_.load(std::memory_order_seq_cst);
   const uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
+  // With no reader around, an overwrite keeps no old version (a version
+  // copy per write was a quarter of a follower's replay: docs/benchmarks.md).
+  const bool keep_old = !db_->ReplayMayDropOldVersions(slot_, stamp);
   Status first;
   BTree::GroupProbe probes[BTree::kLookupGroup];
   const ReplicatedWrite* group[BTree::kLookupGroup];
@@ -49,14 +52,14 @@ Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes)
       // An absent or unresolved key is found or inserted on its own: an
       // earlier write of this group may have inserted it since the lookup.
       ApplyOneReplicated(tables[i], probes[i].key, *group[i], probes[i].resolved ? probes[i].rec : nullptr, stamp,
-                         min_snap);
+                         min_snap, keep_old);
     }
   }
   return first;
 }
 
 void WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r,
-                                    uint64_t stamp, uint64_t min_snap) {
+                                    uint64_t stamp, uint64_t min_snap, bool keep_old) {
   const WriteRecord& write = rw.write;
   const uint32_t vlen = static_cast<uint32_t>(write.is_delete ? 0 : write.value.size());
   for (;;) {
@@ -93,7 +96,7 @@ void WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Replica
       St(r->flags, r->flags & ~kFlagReplTombstone);
     }
     InstallAndUnlock(this, t, r, write.is_delete, write.value.data(), vlen, rw.order_ts, epoch, rw.order_epoch,
-                     min_snap, std::max(now, epoch));
+                     min_snap, std::max(now, epoch), keep_old);
     return;
   }
 }

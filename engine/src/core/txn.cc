@@ -175,6 +175,12 @@ TxnImpl::TxnImpl(WorkerImpl* w, Mode mode)
     uint64_t snap = 0;
     s_ = w->OpenTxn(this, mode == Mode::kReadOnly, &snap);
     if (mode == Mode::kReadOnly) snap_ = snap;
+    if (mode == Mode::kReadOnly && snap == kIdle) {
+      w->CloseTxn(this, s_);
+      mode_ = Mode::kRejected;
+      rejected_why_ = "no snapshot yet: replay overwrote records without their old versions at a newer epoch "
+                      "and a transaction of an older epoch is still open here; retry";
+    }
   }
   repl_epoch_ = db_->repl_epoch_.load(std::memory_order_acquire);
 }
@@ -186,6 +192,7 @@ TxnImpl::~TxnImpl() {
 // ------------------------------------------------------------- checks
 
 Status TxnImpl::NotUsable() const {
+  if (mode_ == Mode::kRejected && rejected_why_ != nullptr) return Status::Aborted(rejected_why_);
   if (mode_ == Mode::kRejected) {
     return Status::ResourceExhausted("too many open transactions on this worker (max_open_txns=" +
                                      std::to_string(limits_->max_open_txns) + ")");

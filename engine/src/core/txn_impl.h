@@ -93,6 +93,7 @@ class TxnImpl final : public Transaction {
   TxnSets* s_ = nullptr;  // from the worker's pool while open (null once finished or if rejected)
   Mode mode_;
   State state_ = State::kOpen;
+  const char* rejected_why_ = nullptr;  // kRejected for another reason than max_open_txns
   bool doomed_ = false;        // a read saw its record unlinked: commit must abort
   uint64_t snap_ = 0;          // snapshot epoch (read-only)
   uint64_t repl_epoch_ = 0;    // replication epoch at begin

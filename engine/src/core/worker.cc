@@ -44,7 +44,8 @@ void TrimChain(WorkerImpl* w, Record* r, uint64_t min_snap, uint64_t retire_epoc
 }  // namespace
 
 void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
-                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch) {
+                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch,
+                      bool keep_old) {
   const uint64_t old = r->word.load(std::memory_order_relaxed);
   const bool old_absent = (old & tid::kAbsent) != 0;
   Version* chain = r->chain.load(std::memory_order_relaxed);
@@ -52,7 +53,7 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
   // snapshot can need it then: snapshots below `epoch` want an older one,
   // snapshots at or above it want ours) or it is an absent version with
   // nothing older (the end of a chain already reads as absent).
-  if (r->epoch != epoch && !(old_absent && chain == nullptr)) {
+  if (keep_old && r->epoch != epoch && !(old_absent && chain == nullptr)) {
     Version* v = NewVersion(r->ts, r->epoch, r->repl_epoch, old_absent, r->ValuePtrLocked(), old_absent ? 0 : r->vlen);
     v->prev.store(chain, std::memory_order_relaxed);
     r->chain.store(v, std::memory_order_release);
@@ -117,7 +118,11 @@ std::unique_ptr<Transaction> WorkerImpl::BeginReadOnly() {
 TxnSets* WorkerImpl::OpenTxn(const void* txn, bool read_only, uint64_t* snap) {
   const uint64_t key = EnterEpoch(read_only);
   uint64_t s = kIdle;
-  if (read_only) s = RegisterSnapshot();
+  if (read_only) {
+    db_->last_snapshot_ns_.store(MonotonicNanos(), std::memory_order_relaxed);
+    s = RegisterSnapshot();
+    if (!AwaitVersionedSnapshot(&s)) s = kIdle;  // the caller refuses the transaction
+  }
   if (snap) *snap = s;
   open_.push_back({txn, key, s});
   if (free_sets_.empty()) {
@@ -166,6 +171,20 @@ uint64_t WorkerImpl::EnterEpoch(bool read_only) {
     Maintain();
   }
   return key;
+}
+
+bool WorkerImpl::AwaitVersionedSnapshot(uint64_t* snap) {
+  // Registered first (RegisterSnapshot), then this load: see
+  // DatabaseImpl::ReplayMayDropOldVersions.
+  uint64_t u = db_->unversioned_epoch_.load(std::memory_order_seq_cst);
+  if (u <= *snap) return true;
+  const uint64_t deadline = MonotonicNanos() + 2'000'000'000;
+  while (*snap < u) {
+    if (MonotonicNanos() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    *snap = RegisterSnapshot();
+  }
+  return true;
 }
 
 uint64_t WorkerImpl::RegisterSnapshot() {

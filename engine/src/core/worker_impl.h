@@ -51,7 +51,7 @@ class WorkerImpl final : public Worker {
   // trimming the oldest snapshot any of them reads. `txn` only identifies
   // the transaction. Returns its sets; *snap gets its snapshot epoch when
   // read-only.
-  TxnSets* OpenTxn(const void* txn, bool read_only, uint64_t* snap);
+  TxnSets* OpenTxn(const void* txn, bool read_only, uint64_t* snap);  // read-only: *snap kIdle if no snapshot
   void CloseTxn(const void* txn, TxnSets* sets);
   bool has_open_txn() const { return !open_.empty(); }
   size_t open_txns() const { return open_.size(); }
@@ -74,6 +74,10 @@ class WorkerImpl final : public Worker {
   uint64_t EnterEpoch(bool read_only);
   // Registers and returns a snapshot epoch for a read-only transaction.
   uint64_t RegisterSnapshot();
+  // A read-only transaction's snapshot must not be below an epoch at which
+  // replay dropped old versions: waits (bounded) until it is not, raising
+  // *snap. False if it could not (a transaction of an older epoch stays open).
+  bool AwaitVersionedSnapshot(uint64_t* snap);
   // Re-publishes for the transactions still open after one closed.
   void RepublishOpen();
 
@@ -101,7 +105,7 @@ class WorkerImpl final : public Worker {
   // with kStampAtLock the epoch read once the record is locked.
   static constexpr uint64_t kStampAtLock = ~uint64_t{0};
   void ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r, uint64_t stamp,
-                          uint64_t min_snap);
+                          uint64_t min_snap, bool keep_old = true);
 };
 
 // Spins until the record lock is ours; returns the word with the lock bit.
@@ -117,8 +121,11 @@ inline void UnlockRecord(Record* r, uint64_t locked_word) {
 // `retire_epoch` (>= epoch) stamps what the install unlinks; it must be read
 // after locking (as `epoch` is for a commit), while `epoch`, the version's
 // snapshot epoch, may be older (follower replay stamps a group with one).
+// `keep_old` false: no snapshot can need the old version (follower replay,
+// DatabaseImpl::ReplayMayDropOldVersions).
 void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
-                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch);
+                      uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch,
+                      bool keep_old = true);
 inline void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
                              uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap) {
   InstallAndUnlock(w, t, r, absent, val, len, ts, epoch, repl_epoch, min_snap, epoch);
