@@ -231,7 +231,8 @@ DatabaseStats DatabaseImpl::Stats() const {
 }
 
 bool DatabaseImpl::ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t stamp) {
-  if (MonotonicNanos() - last_snapshot_ns_.load(std::memory_order_relaxed) < kReadersQuietNs) return false;
+  const uint64_t last_reader = last_snapshot_ns_.load(std::memory_order_relaxed);
+  if (MonotonicNanos() < last_reader + kReadersQuietNs) return false;
   // Announce first, then look: a reader registers its snapshot first, then
   // looks at unversioned_epoch_.
   uint64_t u = unversioned_epoch_.load(std::memory_order_relaxed);
