@@ -1156,7 +1156,7 @@ bool Replica::ReplayOnce() {
   // Merge by key: apply the smallest head while it is at or below G and no
   // blocked stream could still hold something smaller. The applied set stays
   // a prefix of the key order, so the store is a consistent state.
-  for (int n = 0; n < 4096; n++) {
+  for (int n = 0; n < kReplayTxnsPerHold; n++) {
     int best = -1;
     LogKey bk{};
     for (uint32_t t = 0; t < opts_.streams; t++) {
