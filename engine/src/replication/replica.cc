@@ -91,27 +91,27 @@ struct Replica::LStream {
     uint64_t index;
     BatchPtr value;
     LogKey reach;  // largest key in the log up to and including this slot
-    uint64_t end_bytes = 0;  // appended_bytes once this slot was appended
+    uint64_t start_bytes = 0;  // appended_bytes before this slot was appended
   };
   std::deque<Entry> log;
   uint64_t appended_bytes = 0;  // bytes of every slot ever appended to `log` (monotone)
   void Append(uint64_t index, BatchPtr value, LogKey reach) {
+    const uint64_t start = appended_bytes;
     appended_bytes += value->bytes();
-    log.push_back({index, std::move(value), reach, appended_bytes});
+    log.push_back({index, std::move(value), reach, start});
   }
-  // Bytes of the slots from `index` to the end of the log.
+  // Bytes of the slots from `e` to the end of the log.
+  uint64_t BytesFrom(const Entry& e) const { return appended_bytes - e.start_bytes; }
   uint64_t BytesFrom(uint64_t index) const {
     if (index < log_start) index = log_start;
-    if (index - log_start >= log.size()) return 0;
-    const Entry& e = log[index - log_start];
-    return appended_bytes - (e.end_bytes - e.value->bytes());
+    return index - log_start < log.size() ? BytesFrom(log[index - log_start]) : 0;
   }
   // The first slot of the newest run of slots holding at most `slots`
   // slots and `bytes` bytes.
   uint64_t NewestWithin(uint64_t slots, uint64_t bytes) const {
     uint64_t from = next_index > slots ? std::max(next_index - slots, log_start) : log_start;
     auto it = std::partition_point(log.begin() + static_cast<ptrdiff_t>(from - log_start), log.end(),
-                                   [&](const Entry& e) { return appended_bytes - (e.end_bytes - e.value->bytes()) > bytes; });
+                                   [&](const Entry& e) { return BytesFrom(e) > bytes; });
     return it == log.end() ? next_index : it->index;
   }
   uint64_t log_start = 0, next_index = 0, barrier_index = 0;
@@ -339,19 +339,17 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord
     s.started = SteadyClock::now();
     // A resting loop ticks slowly: wake it, so this batch closes in time.
     if (resting_.load(std::memory_order_relaxed)) {
-      kick_.store(true, std::memory_order_release);
-      loop_cv_.notify_one();
+      WakeLoop();
     }
   }
   AppendTxn(&s.buf, ts, writes);
   s.count++;
   s.buf_last_ts = ts;
-  if (s.count >= opts_.batch_size) {
-    CloseBatch(s, e, true);
-  } else if (s.count % kTimeoutCheckEvery == 0 && SteadyClock::now() - s.started >= opts_.batch_timeout) {
-    // The loop closes a timed-out batch only when the worker's mutex is
-    // free; a worker that never idles must close its own, or a large
-    // --batch-size would hold every commit until the batch fills.
+  // The loop closes a timed-out batch only when the worker's mutex is free;
+  // a worker that never idles must close its own, or a large --batch-size
+  // would hold every commit until the batch fills.
+  if (s.count >= opts_.batch_size ||
+      (s.count % kTimeoutCheckEvery == 0 && SteadyClock::now() - s.started >= opts_.batch_timeout)) {
     CloseBatch(s, e, true);
   }
 }
@@ -398,16 +396,14 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
       s.orphan.store(true, std::memory_order_relaxed);
       return;
     }
-    kick_.store(true, std::memory_order_release);
-    loop_cv_.notify_one();
+    WakeLoop();
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   // A loop that ticks fast (some commit waits for G) takes the batch at its
   // next tick; waking it for every batch cost the worker a futex wake each
   // (~5% of a replicated YCSB++ worker). Wake it if it rests or batches pile up.
   if (resting_.load(std::memory_order_relaxed) || s.ring.Size() >= kWakeBacklog) {
-    kick_.store(true, std::memory_order_release);
-    loop_cv_.notify_one();
+    WakeLoop();
   }
 }
 
@@ -812,8 +808,7 @@ bool Replica::AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* w) {
   }
   // A loop that ticks fast already completes waiters at every tick.
   if (resting_.load(std::memory_order_relaxed)) {
-    kick_.store(true, std::memory_order_release);
-    loop_cv_.notify_one();
+    WakeLoop();
   }
   return false;
 }
@@ -854,8 +849,7 @@ void Replica::OnAcceptReply(uint32_t peer, const AcceptReply& r) {
     std::lock_guard<std::mutex> g(inbox_mu_);
     inbox_.push_back({peer, r});
   }
-  kick_.store(true, std::memory_order_release);
-  loop_cv_.notify_one();
+  WakeLoop();
 }
 
 void Replica::OnLinkReset(uint32_t peer, uint32_t stream) {
@@ -863,8 +857,7 @@ void Replica::OnLinkReset(uint32_t peer, uint32_t stream) {
     std::lock_guard<std::mutex> g(inbox_mu_);
     resets_.push_back({peer, stream});
   }
-  kick_.store(true, std::memory_order_release);
-  loop_cv_.notify_one();
+  WakeLoop();
 }
 
 // ---------------------------------------------------------------------------

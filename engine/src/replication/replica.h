@@ -357,6 +357,10 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::priority_queue<Waiter, std::vector<Waiter>, std::greater<Waiter>> waiters_;
   std::vector<std::pair<WatermarkWaiter*, std::string>> failed_;  // to complete with failure
   std::atomic<bool> kick_{false};  // the commit path wakes the loop without a lock
+  void WakeLoop() {
+    kick_.store(true, std::memory_order_release);
+    loop_cv_.notify_one();
+  }
   static constexpr size_t kWakeBacklog = 4;  // closed batches waiting that wake a fast-ticking loop
   static constexpr uint32_t kTimeoutCheckEvery = 8;  // commits between a worker's checks of its batch's age
   // Transactions one ReplayOnce applies while it holds rmu_, which an
