@@ -231,8 +231,9 @@ DatabaseStats DatabaseImpl::Stats() const {
 }
 
 bool DatabaseImpl::ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t stamp) {
-  const uint64_t last_reader = last_snapshot_ns_.load(std::memory_order_relaxed);
-  if (MonotonicNanos() < last_reader + kReadersQuietNs) return false;
+  const uint64_t last_reader = last_snapshot_epoch_.load(std::memory_order_relaxed);
+  const uint64_t quiet_epochs = kReadersQuietMs / options_.epoch_period_ms + 1;
+  if (last_reader != 0 && stamp < last_reader + quiet_epochs) return false;
   // Announce first, then look: a reader registers its snapshot first, then
   // looks at unversioned_epoch_.
   uint64_t u = unversioned_epoch_.load(std::memory_order_relaxed);

@@ -135,21 +135,29 @@ class DatabaseImpl final : public Database {
 
   // The global epochs (see the file comment), each on its own line.
   alignas(64) std::atomic<uint64_t> epoch_{2};
-  // Follower replay may overwrite a record without keeping its old version
-  // while no other worker is inside a transaction or holds a snapshot and no
-  // read-only transaction began for kReadersQuietNs (ReplayMayDropOldVersions);
-  // unversioned_epoch_ is the newest epoch it did so at. A read-only
-  // transaction that begins below it waits until its snapshot reaches it
-  // (WorkerImpl::AwaitVersionedSnapshot). Each side stores, then loads the
-  // other's (seq_cst): one of the two always sees the other.
-  static constexpr uint64_t kReadersQuietNs = 1'000'000'000;
-  std::atomic<uint64_t> unversioned_epoch_{0};
-  std::atomic<uint64_t> last_snapshot_ns_{0};
-  bool ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t stamp);
-
   alignas(64) std::atomic<uint64_t> snap_epoch_{1};
   std::atomic<uint64_t> min_snap_{1};
   std::atomic<uint64_t> reclaim_epoch_{1};
+
+  // Follower replay may overwrite a record without keeping its old version
+  // while no other worker is inside a transaction or holds a snapshot and no
+  // read-only transaction began for kReadersQuietMs (ReplayMayDropOldVersions);
+  // unversioned_epoch_ is the newest epoch it did so at. A read-only
+  // transaction that begins below it waits until its snapshot reaches it
+  // (WorkerImpl::AwaitVersionedSnapshot). Each side stores, then loads the
+  // other's (seq_cst): one of the two always sees the other. Off the line
+  // of epoch_, which every transaction reads.
+  static constexpr uint64_t kReadersQuietMs = 1000;
+  alignas(64) std::atomic<uint64_t> unversioned_epoch_{0};
+  // Epoch of the newest read-only begin (0: none yet), written once per
+  // epoch at most (NoteSnapshotBegin).
+  std::atomic<uint64_t> last_snapshot_epoch_{0};
+  void NoteSnapshotBegin(uint64_t epoch) {
+    if (last_snapshot_epoch_.load(std::memory_order_relaxed) < epoch) {
+      last_snapshot_epoch_.store(epoch, std::memory_order_relaxed);
+    }
+  }
+  bool ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t stamp);
   std::atomic<uint64_t> repl_epoch_{0};
 
  private:

@@ -174,12 +174,14 @@ TxnImpl::TxnImpl(WorkerImpl* w, Mode mode)
   if (mode != Mode::kRejected) {
     uint64_t snap = 0;
     s_ = w->OpenTxn(this, mode == Mode::kReadOnly, &snap);
-    if (mode == Mode::kReadOnly) snap_ = snap;
-    if (mode == Mode::kReadOnly && snap == kIdle) {
-      w->CloseTxn(this, s_);
-      mode_ = Mode::kRejected;
-      rejected_why_ = "no snapshot yet: replay overwrote records without their old versions at a newer epoch "
-                      "and a transaction of an older epoch is still open here; retry";
+    if (mode == Mode::kReadOnly) {
+      snap_ = snap;
+      if (snap == kIdle) {  // OpenTxn found no snapshot it may read (worker.cc, AwaitVersionedSnapshot)
+        w->CloseTxn(this, s_);
+        mode_ = Mode::kRejected;
+        rejected_why_ = "no snapshot yet: replay overwrote records without their old versions at a newer epoch "
+                        "and a transaction of an older epoch is still open here; retry";
+      }
     }
   }
   repl_epoch_ = db_->repl_epoch_.load(std::memory_order_acquire);

@@ -119,7 +119,7 @@ TxnSets* WorkerImpl::OpenTxn(const void* txn, bool read_only, uint64_t* snap) {
   const uint64_t key = EnterEpoch(read_only);
   uint64_t s = kIdle;
   if (read_only) {
-    db_->last_snapshot_ns_.store(MonotonicNanos(), std::memory_order_relaxed);
+    db_->NoteSnapshotBegin(key >> 1);
     s = RegisterSnapshot();
     if (!AwaitVersionedSnapshot(&s)) s = kIdle;  // the caller refuses the transaction
   }
