@@ -1,26 +1,10 @@
 #include "codec.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
-
-#if defined(__SSE4_2__)
-#include <nmmintrin.h>
-#endif
 
 namespace rolis::replication {
 namespace {
-
-constexpr std::array<uint32_t, 256> MakeCrcTable() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
-constexpr std::array<uint32_t, 256> kCrcTable = MakeCrcTable();
 
 class Reader {
  public:
@@ -56,29 +40,6 @@ class Reader {
 };
 
 }  // namespace
-
-// The leader's workers checksum every batch they close, on the commit path:
-// with SSE4.2 (in -march=x86-64-v2) 8 bytes per crc32 instruction, ~30x
-// faster than the table (docs/benchmarks.md, "Replication").
-uint32_t Crc32c(std::string_view data, uint32_t crc) {
-#if defined(__SSE4_2__)
-  uint64_t c = ~crc;
-  const char* p = data.data();
-  size_t n = data.size();
-  for (; n >= 8; p += 8, n -= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    c = _mm_crc32_u64(c, v);
-  }
-  uint32_t c32 = static_cast<uint32_t>(c);
-  for (; n > 0; p++, n--) c32 = _mm_crc32_u8(c32, static_cast<unsigned char>(*p));
-  return ~c32;
-#else
-  crc = ~crc;
-  for (unsigned char c : data) crc = kCrcTable[(crc ^ c) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-#endif
-}
 
 // On the worker's commit path: one resize for the whole transaction, then
 // plain stores (not five appends per write, each with its capacity check).

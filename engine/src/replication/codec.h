@@ -13,12 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "crc32c.h"
 #include "rolis/db.h"
 #include "rolis/status.h"
 
 namespace rolis::replication {
-
-uint32_t Crc32c(std::string_view data, uint32_t crc = 0);
 
 // Appends one transaction to `out`.
 void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes);

@@ -87,7 +87,8 @@ TEST(Codec, DecodeBatchMatchesDecodeTxnsAndIsReused) {
 
 // CRC-32C (Castagnoli), whichever implementation is compiled: the standard
 // check value, and a bitwise reference at every length around the 8-byte
-// steps of the SSE4.2 loop, continued from a previous crc.
+// steps of the SSE4.2 loop and its three-block steps, continued from a
+// previous crc.
 TEST(Codec, Crc32cIsCastagnoliAtEveryLength) {
   EXPECT_EQ(Crc32c("123456789"), 0xE3069283u);
   auto reference = [](std::string_view d, uint32_t crc) {
@@ -104,6 +105,21 @@ TEST(Codec, Crc32cIsCastagnoliAtEveryLength) {
     std::string_view d(s.data(), n);
     EXPECT_EQ(Crc32c(d), reference(d, 0)) << n;
     EXPECT_EQ(Crc32c(d, 0x12345678u), reference(d, 0x12345678u)) << n;
+  }
+  // Around the three-block steps (3 x 256 and 3 x 4096 bytes), from an
+  // unaligned start, whole and split at an odd point.
+  std::string big;
+  uint32_t x = 7;
+  for (int i = 0; i < 40000; i++) {
+    x = x * 1103515245u + 12345u;
+    big.push_back(static_cast<char>(x >> 24));
+  }
+  for (size_t n : {767u, 768u, 769u, 775u, 1536u, 12287u, 12288u, 12289u, 12288u + 768u + 7u, 24576u, 39990u}) {
+    std::string_view d(big.data() + 3, n);
+    const uint32_t want = reference(d, 0);
+    EXPECT_EQ(Crc32c(d), want) << n;
+    EXPECT_EQ(Crc32c(d, 0xFFFFFFFFu), reference(d, 0xFFFFFFFFu)) << n;
+    EXPECT_EQ(Crc32c(d.substr(n / 3), Crc32c(d.substr(0, n / 3))), want) << n;
   }
 }
 
