@@ -42,10 +42,14 @@ inline void CpuRelax() {
 class Pacer {
  public:
   Pacer(double ticks_per_txn, uint64_t first) : step_(ticks_per_txn), first_(first) {}
-  uint64_t Next(double ticks_per_micro) {
+  // Waits until the next transaction is due (calling on_wait first if it
+  // has to) and returns its due time.
+  template <typename OnWait>
+  uint64_t Next(double ticks_per_micro, OnWait on_wait) {
     const uint64_t due = first_ + static_cast<uint64_t>(step_ * static_cast<double>(n_++));
     uint64_t now = CycleNow();
     if (now < due) {
+      on_wait();
       // Sleep through most of a long gap (the worker's CPU is then free for
       // the replicator), spin the rest.
       const double gap_us = static_cast<double>(due - now) / ticks_per_micro;
@@ -151,7 +155,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
           last_phase = p;
         }
         if (p == kStop || (fixed_work && n >= options.txns_per_thread)) break;
-        const uint64_t start = pacer ? pacer->Next(ticks_per_micro) : CycleNow();
+        const uint64_t start = pacer ? pacer->Next(ticks_per_micro, [&] { hooks->Idle(t); }) : CycleNow();
         hooks->BeforeTxn(t);
         workloads::TxnOutcome out = workload->RunOne(ctx);
         const uint64_t end = CycleNow();

@@ -27,6 +27,8 @@ class WorkerHooks {
   // `start` and `end`: CycleNow() at the first Begin and after the outcome;
   // `measured`: the transaction belongs to the measured window.
   virtual void AfterTxn(uint32_t t, uint64_t start, uint64_t end, bool measured) {}
+  // Before the thread waits for its next transaction's due time (open loop).
+  virtual void Idle(uint32_t t) {}
   // After the thread's last transaction, before the run's end is reported.
   virtual void ThreadEnd(uint32_t t) {}
 };
