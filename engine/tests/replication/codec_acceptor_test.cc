@@ -186,7 +186,7 @@ TEST(Acceptor, CompactionKeepsTheReachOfWhatItDrops) {
 
 TEST(ControlAcceptor, DecidesOnePerInstanceAndFailsTheCompareAndSetOnceANewerRecordIsKnown) {
   ControlAcceptor c;
-  auto rec = [](uint64_t e) { return std::make_shared<const Decided>(Decided{EpochRecord{e, {}}, 1, {}}); };
+  auto rec = [](uint64_t e) { return std::make_shared<const Decided>(Decided{EpochRecord{e, {}}, 1, {}, 0, {}}); };
   ControlMsg p{ControlMsg::Kind::kPrepare, 1, 0, (1 << 8) | 1, nullptr, nullptr};
   ASSERT_TRUE(c.Handle(p, 1).ok);
   ControlMsg lower = p;
