@@ -18,6 +18,7 @@
 #include "followers.h"
 #include "paxos_replicator.h"
 #include "server/config.h"
+#include "server/runtime.h"
 #include "spsc.h"
 
 namespace rolis::bench {
@@ -175,6 +176,10 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks {
 };
 
 Status Replicated::Init() {
+  // As rolisd's main does, before any gRPC object exists: without it the
+  // leader's gRPC threads update absl's lock graph on every mutex
+  // acquisition (GraphCycles in the followers' CPU's profile).
+  server::TuneProcessRuntime();
   const uint32_t followers = o_.replicas - 1;
   Status s = FreePorts(o_.replicas + 3 * followers, &ports_);
   if (!s.ok()) return s;
