@@ -10,7 +10,7 @@
 // linear in x, so it is four table lookups, one per byte of x; the tables
 // are built once, at first use, by running the instruction over zeros.
 // Batches are checksummed by the leader's replication loop and again by
-// every follower on receipt, on the CPU the followers share (perf: 4-5% of
+// every follower on receipt, on the CPU the followers share (perf: 3-4% of
 // it in replicated TPC-C before this).
 #include "crc32c.h"
 
