@@ -18,24 +18,16 @@
 #include <cstring>
 #include <string>
 
-#if defined(__SSE4_2__)
 #include <nmmintrin.h>
+
+// engine/CMakeLists.txt builds everything with -march=x86-64-v2, which has
+// SSE4.2; there is no table fallback to keep in step with this code.
+#if !defined(__SSE4_2__)
+#error "crc32c.cc needs SSE4.2 (-march=x86-64-v2, set in engine/CMakeLists.txt)"
 #endif
 
 namespace rolis::replication {
 namespace {
-
-#if !defined(__SSE4_2__)
-constexpr uint32_t kPoly = 0x82F63B78u;  // reflected Castagnoli polynomial
-
-uint32_t RawByteAtATime(uint32_t c, const unsigned char* p, size_t n) {
-  for (; n > 0; p++, n--) {
-    c ^= *p;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ kPoly : c >> 1;
-  }
-  return c;
-}
-#else
 
 uint64_t Load64(const char* p) {
   uint64_t v;
@@ -97,21 +89,15 @@ uint32_t RawThreeStreams(uint32_t c32, const char** pp, size_t* nn) {
   return c32;
 }
 
-#endif
-
 }  // namespace
 
 uint32_t Crc32c(std::string_view data, uint32_t crc) {
   uint32_t c = ~crc;
   const char* p = data.data();
   size_t n = data.size();
-#if defined(__SSE4_2__)
   c = RawThreeStreams<4096>(c, &p, &n);
   c = RawThreeStreams<256>(c, &p, &n);
   c = RawOneStream(c, p, n);
-#else
-  c = RawByteAtATime(c, reinterpret_cast<const unsigned char*>(p), n);
-#endif
   return ~c;
 }
 

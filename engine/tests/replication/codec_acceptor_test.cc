@@ -85,7 +85,7 @@ TEST(Codec, DecodeBatchMatchesDecodeTxnsAndIsReused) {
   EXPECT_FALSE(DecodeBatch(p, 3, 14, &got).ok());
 }
 
-// CRC-32C (Castagnoli), whichever implementation is compiled: the standard
+// CRC-32C (Castagnoli): the standard
 // check value, and a bitwise reference at every length around the 8-byte
 // steps of the SSE4.2 loop and its three-block steps, continued from a
 // previous crc.
