@@ -26,6 +26,7 @@ struct ModeOptions {
   uint32_t epoch_period_ms = 40;
   std::string rolisd;          // follower binary; empty: rolisd next to this program
   bool pin = true;             // pin followers and the replication threads away from the workers
+  bool huge_pages = false;     // Options::huge_pages here and rolisd's --huge-pages in the followers
 };
 
 // A running mode: owns what the database needs besides itself. The bench

@@ -243,6 +243,7 @@ Status Replicated::SpawnFollowers(Database* db) {
               "--batch-size=" + std::to_string(o_.batch_size),
               "--batch-timeout=" + std::to_string(o_.batch_timeout.count()) + "us",
               "--epoch-period-ms=" + std::to_string(o_.epoch_period_ms),
+              std::string("--huge-pages=") + (o_.huge_pages ? "true" : "false"),
               "--shutdown-grace=0s",
               "--log-level=warn"};
     Status s = followers_.Spawn(rolisd_, f);

@@ -62,8 +62,8 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
                  r.rate_tps, r.max_lag_micros);
   }
   if (!info.placement.empty()) std::fprintf(out, "placement: %s\n", info.placement.c_str());
-  std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s\n", r.throughput(),
-               100.0 * r.abort_rate(), r.pinned ? "yes" : "no");
+  std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s  huge pages: %s\n", r.throughput(),
+               100.0 * r.abort_rate(), r.pinned ? "yes" : "no", info.mode.huge_pages ? "on" : "off");
   std::fprintf(out, "workers got %.2f CPU-s of %.2f thread-s: %.0f txn/s per full CPU each\n", r.worker_cpu_seconds,
                r.measured_seconds * info.threads, r.cpu_normalized_throughput(info.threads));
 }
@@ -111,6 +111,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("max_lag_us", Num(r.max_lag_micros));
   field("load_seconds", Num(info.load_seconds));
   field("pinned", r.pinned ? "true" : "false");
+  field("huge_pages", info.mode.huge_pages ? "true" : "false");
   field("worker_cpu_seconds", Num(r.worker_cpu_seconds));
   field("cpu_normalized_tps", Num(r.cpu_normalized_throughput(info.threads)));
   std::string config = "{";

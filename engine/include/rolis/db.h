@@ -68,8 +68,11 @@ struct Options {
   uint32_t max_workers = 64;  // at most 256 (the worker id is the low 8 bits of a ts)
   CommitHook* commit_hook = nullptr;  // not owned; may be null
   // Ask the allocator to back memory with transparent huge pages (fewer TLB
-  // misses on large data sets). Affects the whole process's allocator.
-  bool huge_pages = true;
+  // misses on large data sets). Affects the whole process's allocator. Off
+  // by default: every fresh 2 MiB page is zeroed in one fault, a stall of
+  // ~5 ms on a VM whose host has not backed that memory yet, and TPC-C grows
+  // into fresh memory all the time (docs/operations.md, "Huge pages").
+  bool huge_pages = false;
 };
 
 class Database;

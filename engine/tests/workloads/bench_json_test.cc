@@ -162,6 +162,9 @@ void CheckRun(const std::string& args, const std::string& workload) {
   EXPECT_GT(std::get<double>(f["p50_us"]), 0);
   EXPECT_GE(std::get<double>(f["p99_us"]), std::get<double>(f["p50_us"]));
   EXPECT_NEAR(std::get<double>(f["seconds"]), 1.0, 0.5);
+  // Off unless asked for, as in rolisd (docs/operations.md, "Huge pages").
+  ASSERT_TRUE(f.count("huge_pages")) << line;
+  EXPECT_EQ(std::get<bool>(f["huge_pages"]), false);
 }
 
 TEST(RolisBench, YcsbppPrintsJsonSummaryAsLastLine) {
@@ -214,10 +217,14 @@ TEST(RolisBench, ReplicatedYcsbppAcknowledgesThroughTheWatermark) {
   EXPECT_GE(std::get<double>(f["p50_us"]), std::get<double>(f["engine_p50_us"]));
 }
 
+// With --huge-pages, which the followers are started with too (a rolisd
+// that refused the flag would fail the run).
 TEST(RolisBench, ReplicatedTpccAcknowledgesThroughTheWatermark) {
-  auto f = RunReplicated("--workload=tpcc --tpcc-items=5000 --tpcc-customers=300 --tpcc-new-orders=90");
+  auto f = RunReplicated("--workload=tpcc --tpcc-items=5000 --tpcc-customers=300 --tpcc-new-orders=90 --huge-pages");
   if (f.empty()) return;
   EXPECT_EQ(std::get<double>(f["batch_size"]), 50);
+  ASSERT_TRUE(f.count("huge_pages"));
+  EXPECT_EQ(std::get<bool>(f["huge_pages"]), true);
 }
 
 TEST(RolisBench, RejectsEvenReplicasAndMissingRolisd) {
