@@ -4,6 +4,7 @@
 #include <new>
 
 #include "alloc.h"
+#include "version_cache.h"
 
 namespace rolis::core {
 
@@ -38,7 +39,16 @@ void FreeRecord(Record* r) {
 
 Version* NewVersion(uint64_t ts, uint64_t epoch, uint64_t repl_epoch, bool absent, const char* data,
                     uint32_t len) {
-  void* mem = Alloc(sizeof(Version) + len);
+  const size_t bytes = sizeof(Version) + len;
+  void* mem = nullptr;
+  if (bytes <= VersionCache::kMaxBytes) {
+    // A block of the whole class, so that any version of the class fits it.
+    const size_t cls = VersionCache::ClassOf(bytes);
+    mem = VersionCache::Mine().Take(cls);
+    if (!mem) mem = Alloc(VersionCache::BytesOf(cls));
+  } else {
+    mem = Alloc(bytes);
+  }
   if (!mem) throw std::bad_alloc();
   Version* v = static_cast<Version*>(mem);
   v->prev.store(nullptr, std::memory_order_relaxed);
@@ -53,9 +63,16 @@ Version* NewVersion(uint64_t ts, uint64_t epoch, uint64_t repl_epoch, bool absen
 
 uint64_t FreeVersionChain(Version* v) {
   uint64_t n = 0;
+  VersionCache* cache = nullptr;
   while (v) {
     Version* prev = v->prev.load(std::memory_order_relaxed);
-    Free(v);
+    const size_t bytes = sizeof(Version) + v->len;
+    if (bytes <= VersionCache::kMaxBytes) {
+      if (cache == nullptr) cache = &VersionCache::Mine();
+      if (!cache->Keep(VersionCache::ClassOf(bytes), v)) Free(v);
+    } else {
+      Free(v);
+    }
     v = prev;
     ++n;
   }
