@@ -30,7 +30,7 @@ class VersionCache {
   static constexpr size_t kGranule = 16;
   static constexpr size_t kMaxBytes = 256;  // block size of the largest class
   static constexpr size_t kClasses = kMaxBytes / kGranule;
-  static constexpr size_t kMaxCachedBytes = size_t{8} << 20;
+  static constexpr size_t kMaxCachedBytes = size_t{4} << 20;  // ~87K blocks of 48 bytes: an epoch of YCSB++ needs ~40K
 
   // The size class of a block of `bytes` (1..kMaxBytes), and its block size.
   static size_t ClassOf(size_t bytes) { return (bytes + kGranule - 1) / kGranule - 1; }
