@@ -44,7 +44,7 @@ Version* NewVersion(uint64_t ts, uint64_t epoch, uint64_t repl_epoch, bool absen
   if (bytes <= VersionCache::kMaxBytes) {
     // A block of the whole class, so that any version of the class fits it.
     const size_t cls = VersionCache::ClassOf(bytes);
-    mem = VersionCache::Mine().Take(cls);
+    if (VersionCache* cache = VersionCache::Mine()) mem = cache->Take(cls);
     if (!mem) mem = Alloc(VersionCache::BytesOf(cls));
   } else {
     mem = Alloc(bytes);
@@ -63,12 +63,11 @@ Version* NewVersion(uint64_t ts, uint64_t epoch, uint64_t repl_epoch, bool absen
 
 uint64_t FreeVersionChain(Version* v) {
   uint64_t n = 0;
-  VersionCache* cache = nullptr;
+  VersionCache* cache = v != nullptr ? VersionCache::Mine() : nullptr;
   while (v) {
     Version* prev = v->prev.load(std::memory_order_relaxed);
     const size_t bytes = sizeof(Version) + v->len;
-    if (bytes <= VersionCache::kMaxBytes) {
-      if (cache == nullptr) cache = &VersionCache::Mine();
+    if (bytes <= VersionCache::kMaxBytes && cache != nullptr) {
       if (!cache->Keep(VersionCache::ClassOf(bytes), v)) Free(v);
     } else {
       Free(v);

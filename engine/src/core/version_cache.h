@@ -36,8 +36,9 @@ class VersionCache {
   static size_t ClassOf(size_t bytes) { return (bytes + kGranule - 1) / kGranule - 1; }
   static size_t BytesOf(size_t cls) { return (cls + 1) * kGranule; }
 
-  // This thread's cache (made at its first use).
-  static VersionCache& Mine();
+  // This thread's cache (made at its first use); null once the thread's
+  // thread-locals are being destroyed (the caller uses the allocator).
+  static VersionCache* Mine();
 
   // A cached block of class `cls`, or null.
   void* Take(size_t cls) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
 #include <thread>
 
@@ -24,16 +25,16 @@ TEST(VersionCache, AFreedVersionIsReusedByTheNextOfItsClassOnThisThread) {
   std::thread([] {  // a fresh thread: an empty cache
     Version* a = MakeVersion(8);
     const size_t cls = VersionCache::ClassOf(sizeof(Version) + 8);
-    EXPECT_EQ(VersionCache::Mine().cached(cls), 0u);
+    EXPECT_EQ(VersionCache::Mine()->cached(cls), 0u);
     EXPECT_EQ(FreeVersionChain(a), 1u);
-    EXPECT_EQ(VersionCache::Mine().cached(cls), 1u);
+    EXPECT_EQ(VersionCache::Mine()->cached(cls), 1u);
     // Another class does not take it.
     Version* big = MakeVersion(100);
     EXPECT_NE(static_cast<void*>(big), static_cast<void*>(a));
     // The same class does, and the new version is whole.
     Version* b = MakeVersion(5, 'w');  // 40 + 5 bytes: the class of 40 + 8 (33..48)
     EXPECT_EQ(static_cast<void*>(b), static_cast<void*>(a));
-    EXPECT_EQ(VersionCache::Mine().cached(cls), 0u);
+    EXPECT_EQ(VersionCache::Mine()->cached(cls), 0u);
     EXPECT_EQ(b->len, 5u);
     EXPECT_EQ(std::string(b->data(), b->len), std::string(5, 'w'));
     EXPECT_EQ(b->prev.load(), nullptr);
@@ -54,8 +55,8 @@ TEST(VersionCache, AChainIsCachedVersionByVersionUpToTheBound) {
       head = v;
     }
     EXPECT_EQ(FreeVersionChain(head), n);
-    EXPECT_EQ(VersionCache::Mine().cached(cls), fit);  // the rest went to the allocator
-    EXPECT_LE(VersionCache::Mine().cached_bytes(), VersionCache::kMaxCachedBytes);
+    EXPECT_EQ(VersionCache::Mine()->cached(cls), fit);  // the rest went to the allocator
+    EXPECT_LE(VersionCache::Mine()->cached_bytes(), VersionCache::kMaxCachedBytes);
   }).join();
 }
 
@@ -63,8 +64,29 @@ TEST(VersionCache, VersionsLargerThanTheLargestClassBypassIt) {
   std::thread([] {
     Version* v = MakeVersion(VersionCache::kMaxBytes);  // 40 + 256 bytes
     FreeVersionChain(v);
-    for (size_t c = 0; c < VersionCache::kClasses; c++) EXPECT_EQ(VersionCache::Mine().cached(c), 0u) << c;
+    for (size_t c = 0; c < VersionCache::kClasses; c++) EXPECT_EQ(VersionCache::Mine()->cached(c), 0u) << c;
   }).join();
+}
+
+// A version freed while the thread exits, after its cache is gone (from the
+// destructor of a thread-local made before the cache), goes to the
+// allocator: no cache is made again for the dying thread.
+std::atomic<int> late_free_saw_cache{-1};
+struct FreesAVersionAtThreadExit {
+  Version* v = nullptr;
+  ~FreesAVersionAtThreadExit() {
+    late_free_saw_cache = VersionCache::Mine() != nullptr ? 1 : 0;
+    FreeVersionChain(v);
+  }
+};
+
+TEST(VersionCache, AVersionFreedAfterTheCacheIsGoneGoesToTheAllocator) {
+  std::thread([] {
+    thread_local FreesAVersionAtThreadExit holder;  // made first, destroyed last
+    holder.v = MakeVersion(8);
+    ASSERT_NE(VersionCache::Mine(), nullptr);  // the cache is made after the holder
+  }).join();
+  EXPECT_EQ(late_free_saw_cache.load(), 0);
 }
 
 TEST(VersionCache, ClassesCoverEveryByteCountOnce) {
