@@ -168,7 +168,9 @@ uint64_t WorkerImpl::EnterEpoch(bool read_only) {
   }
   if (e != seen_epoch_) {
     seen_epoch_ = e;
-    Maintain();
+    Maintain(/*all=*/false);
+  } else if (retired_head_ < retired_.size()) {
+    FreeReady(FreeBudget());
   }
   return key;
 }
@@ -231,7 +233,7 @@ void WorkerImpl::Quiesce() {
   uint64_t e = db_->epoch_.load(std::memory_order_seq_cst);
   slot_->local.store((e << 1) | 1, std::memory_order_seq_cst);
   seen_epoch_ = e;
-  Maintain();
+  Maintain(/*all=*/true);
   slot_->snap.store(kIdle, std::memory_order_seq_cst);
   published_snap_ = kIdle;
   slot_->local.store(kIdle, std::memory_order_seq_cst);
@@ -250,8 +252,8 @@ void WorkerImpl::QueueAbsentLocked(TableImpl* t, Record* r) {
   Bump(slot_->pending, 1);
 }
 
-void WorkerImpl::Maintain() {
-  FreeReady();
+void WorkerImpl::Maintain(bool all) {
+  FreeReady(all ? SIZE_MAX : FreeBudget());
   if (db_->HasOrphans()) {
     size_t before = absent_.size();
     db_->AdoptOrphans(&absent_);
@@ -265,11 +267,19 @@ void WorkerImpl::Maintain() {
   }
 }
 
-void WorkerImpl::FreeReady() {
+size_t WorkerImpl::FreeBudget() const {
+  return std::max<size_t>(kMinFreeBudget, (retired_.size() - retired_head_) / kFreeBudgetShare);
+}
+
+void WorkerImpl::FreeReady(size_t budget) {
   uint64_t reclaim = db_->reclaim_epoch_.load(std::memory_order_acquire);
   size_t i = retired_head_;
+  const size_t end = budget >= retired_.size() - i ? retired_.size() : i + budget;
   int64_t records = 0, versions = 0;
-  while (i < retired_.size() && retired_[i].epoch < reclaim) {
+  while (i < end && retired_[i].epoch < reclaim) {
+    // Freeing reads each object's first line (a version's link and length),
+    // cold an epoch later: ask for a later entry's now.
+    if (i + kFreePrefetchAhead < end) __builtin_prefetch(retired_[i + kFreePrefetchAhead].p);
     const Retired& r = retired_[i];
     switch (r.kind) {
       case RetiredKind::kRecord: {
@@ -289,6 +299,7 @@ void WorkerImpl::FreeReady() {
     }
     ++i;
   }
+  if (i == retired_head_) return;  // nothing ready: the common case between epochs
   Bump(slot_->pending, -static_cast<int64_t>(i - retired_head_));
   Bump(slot_->records, -records);
   Bump(slot_->versions, -versions);

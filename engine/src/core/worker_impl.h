@@ -62,8 +62,21 @@ class WorkerImpl final : public Worker {
   int scan_depth_ = 0;
 
  private:
-  void Maintain();
-  void FreeReady();
+  // Reclamation at an epoch change (a share of what is ready) or, with
+  // `all`, of everything ready (Quiesce).
+  void Maintain(bool all);
+  // Frees at most `budget` retired entries whose epoch the reclaim epoch
+  // has passed, oldest first.
+  void FreeReady(size_t budget);
+  // A share of the backlog, at least kMinFreeBudget: reclaiming an epoch's
+  // retired versions at once stalled a YCSB++ transaction 1-4 ms every
+  // epoch (docs/benchmarks.md, "Session of 2026-11-25"); spread over the
+  // following transactions, each pays tens of microseconds at most, and a
+  // backlog that grows raises the share, so reclamation keeps up.
+  size_t FreeBudget() const;
+  static constexpr size_t kMinFreeBudget = 32;
+  static constexpr size_t kFreeBudgetShare = 64;
+  static constexpr size_t kFreePrefetchAhead = 8;
   void ProcessAbsent();
   // True when the entry is finished with (unlinked, or nothing to do).
   bool TryUnlinkAbsent(AbsentEntry& a, uint64_t min_snap);
