@@ -309,10 +309,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "generating %s: %s\n", name.c_str(), s.ToString().c_str());
       return 1;
     }
+    uint64_t run_bytes = 0;
+    for (const EncodedBatch& b : wl.run) run_bytes += b.payload.size();
     std::fprintf(stderr, "%s: %zu tables, load %" PRIu64 " writes in %zu batches, run %" PRIu64
-                         " writes in %" PRIu64 " txns, %zu batches\n",
+                         " writes in %" PRIu64 " txns, %zu batches, %.0f payload bytes per txn\n",
                  name.c_str(), wl.tables.size(), wl.load_writes, wl.load.size(), wl.run_writes, wl.run_txns,
-                 wl.run.size());
+                 wl.run.size(), static_cast<double>(run_bytes) / static_cast<double>(std::max<uint64_t>(wl.run_txns, 1)));
     for (bool preloaded : stores) {
       for (int rep = 0; rep < reps; rep++) {
         for (bool per_write : paths) {
