@@ -4,11 +4,15 @@
 #include <random>
 #include <sstream>
 
+#include "accept_frame.h"
 #include "wire.h"
 
 namespace rolis::replication {
 
 namespace {
+// rolis.v1.Replication/Replicate (replication.proto), as the generated stub names it.
+const grpc::internal::RpcMethod kReplicateMethod("/rolis.v1.Replication/Replicate",
+                                                 grpc::internal::RpcMethod::BIDI_STREAMING);
 Status FromGrpc(const grpc::Status& s) {
   if (s.ok()) return Status::OK();
   return Status(StatusCode::kInternal, "unavailable: " + s.error_message());
@@ -63,8 +67,11 @@ class GrpcTransport::Sender {
         if (stop_) return;
         ctx_ = ctx.get();
       }
-      std::unique_ptr<grpc::ClientReaderWriter<v1::AcceptRequest, v1::AcceptResponse>> rw =
-          t_->StubOf(peer_)->Replicate(ctx.get());
+      // The generated stub's Replicate, with the requests as prebuilt bytes
+      // (AcceptFrame: the payload is not copied).
+      std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, v1::AcceptResponse>> rw(
+          grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, v1::AcceptResponse>::Create(
+              t_->ChannelOf(peer_), kReplicateMethod, ctx.get()));
       std::atomic<bool> reader_done{false};
       std::atomic<bool> got_reply{false};
       std::thread reader([&] {
@@ -78,7 +85,6 @@ class GrpcTransport::Sender {
         cv_.notify_all();
       });
       bool broken = false;
-      v1::AcceptRequest req;
       while (!broken) {
         std::deque<AcceptMsg> batch;
         {
@@ -99,10 +105,10 @@ class GrpcTransport::Sender {
             if (draw < loss) copies = 0;
             else if (draw < loss + dup) copies = 2;
           }
-          req.Clear();
-          wire::ToWire(m, &req);
+          if (copies == 0) continue;
+          const grpc::ByteBuffer frame = wire::AcceptFrame(m);
           for (int i = 0; i < copies && !broken; i++) {
-            if (!rw->Write(req)) broken = true;
+            if (!rw->Write(frame)) broken = true;
           }
           if (broken) break;
         }
@@ -230,6 +236,12 @@ void GrpcTransport::WatchDropFile() {
     drop_mask_.store(mask, std::memory_order_relaxed);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+}
+
+grpc::ChannelInterface* GrpcTransport::ChannelOf(uint32_t peer) const {
+  std::lock_guard<std::mutex> g(peers_mu_);
+  auto it = channels_.find(peer);
+  return it == channels_.end() ? nullptr : it->second.get();
 }
 
 // Entries are never erased: the pointers stay valid without the lock.

@@ -72,6 +72,7 @@ class GrpcTransport final : public Transport {
  private:
   class Sender;
   v1::Replication::Stub* StubOf(uint32_t peer) const;
+  grpc::ChannelInterface* ChannelOf(uint32_t peer) const;
   Sender* SenderOf(uint32_t peer, uint32_t stream) const;
   void WatchDropFile();
 

@@ -38,7 +38,7 @@ DecidedPtr FromWire(const v1::EpochRecord& r) {
   return d;
 }
 
-void ToWire(const Batch& b, v1::Batch* out) {
+void ToWire(const Batch& b, v1::Batch* out, Payload payload) {
   switch (b.kind) {
     case BatchKind::kTxns: out->set_kind(v1::Batch::TXNS); break;
     case BatchKind::kNoop: out->set_kind(v1::Batch::NOOP); break;
@@ -46,7 +46,7 @@ void ToWire(const Batch& b, v1::Batch* out) {
   }
   out->set_epoch(b.epoch);
   out->set_last_ts(b.last_ts);
-  out->set_encoded(b.payload);
+  if (payload == Payload::kCopy) out->set_encoded(b.payload);
   out->set_txn_count(b.txn_count);
   out->set_crc32c(b.crc);
 }
@@ -88,13 +88,13 @@ bool FromWire(v1::Batch&& w, BatchPtr* out, std::string* error) {
   return BatchFromWire(w, std::move(payload), out, error);
 }
 
-void ToWire(const AcceptMsg& m, v1::AcceptRequest* out) {
+void ToWire(const AcceptMsg& m, v1::AcceptRequest* out, Payload payload) {
   out->set_epoch(m.epoch);
   out->set_stream(m.stream);
   auto* s = out->mutable_slot();
   s->set_index(m.slot.index);
   s->set_ballot(m.slot.ballot);
-  if (m.slot.value) ToWire(*m.slot.value, s->mutable_value());
+  if (m.slot.value) ToWire(*m.slot.value, s->mutable_value(), payload);
   ToWire(m.commit_watermark, out->mutable_commit_watermark());
   out->set_from(m.from);
   out->set_log_start(m.log_start);

@@ -17,12 +17,15 @@ LogKey FromWire(const v1::LogKey& k);
 void ToWire(const Decided& d, v1::EpochRecord* out);
 DecidedPtr FromWire(const v1::EpochRecord& r);  // null when r has epoch 0 and no cut
 
-void ToWire(const Batch& b, v1::Batch* out);
+// kOmit leaves out a batch's payload (`encoded`): AcceptFrame sends it apart.
+enum class Payload { kCopy, kOmit };
+
+void ToWire(const Batch& b, v1::Batch* out, Payload payload = Payload::kCopy);
 // False (with *error) when the kind is unknown.
 bool FromWire(const v1::Batch& b, BatchPtr* out, std::string* error);
 bool FromWire(v1::Batch&& b, BatchPtr* out, std::string* error);  // moves the payload out
 
-void ToWire(const AcceptMsg& m, v1::AcceptRequest* out);
+void ToWire(const AcceptMsg& m, v1::AcceptRequest* out, Payload payload = Payload::kCopy);
 // Moves the payload out of r (a follower receives every batch once: no copy).
 bool FromWire(v1::AcceptRequest&& r, AcceptMsg* out, std::string* error);
 void ToWire(const AcceptReply& r, v1::AcceptResponse* out);

@@ -1,0 +1,57 @@
+#include "accept_frame.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include "wire.h"
+
+namespace rolis::replication::wire {
+namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+// Appends a length-delimited field's tag and length.
+void PutFieldHeader(std::string* out, int field, size_t length) {
+  uint8_t buf[2 * 5];
+  uint8_t* p = google::protobuf::io::CodedOutputStream::WriteVarint32ToArray(
+      WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), buf);
+  p = google::protobuf::io::CodedOutputStream::WriteVarint64ToArray(length, p);
+  out->append(reinterpret_cast<const char*>(buf), static_cast<size_t>(p - buf));
+}
+
+size_t FieldHeaderSize(int field, size_t length) {
+  return google::protobuf::io::CodedOutputStream::VarintSize32(
+             WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) +
+         google::protobuf::io::CodedOutputStream::VarintSize64(length);
+}
+
+// The slice's reference to the batch, dropped when gRPC is done with it.
+void ReleaseBatch(void* ref) { delete static_cast<BatchPtr*>(ref); }
+
+}  // namespace
+
+grpc::ByteBuffer AcceptFrame(const AcceptMsg& m) {
+  v1::AcceptRequest head;
+  ToWire(m, &head, Payload::kOmit);
+  std::string bytes = head.SerializeAsString();
+  const BatchPtr& batch = m.slot.value;
+  if (!batch || batch->payload.empty()) {
+    grpc::Slice only(bytes);
+    return grpc::ByteBuffer(&only, 1);
+  }
+  // slot { value { encoded: payload } }, the lengths from the inside out.
+  const size_t n = batch->payload.size();
+  const size_t encoded_field = FieldHeaderSize(v1::Batch::kEncodedFieldNumber, n) + n;
+  const size_t value_field = FieldHeaderSize(v1::Slot::kValueFieldNumber, encoded_field) + encoded_field;
+  PutFieldHeader(&bytes, v1::AcceptRequest::kSlotFieldNumber, value_field);
+  PutFieldHeader(&bytes, v1::Slot::kValueFieldNumber, encoded_field);
+  PutFieldHeader(&bytes, v1::Batch::kEncodedFieldNumber, n);
+  grpc::Slice parts[2] = {
+      grpc::Slice(bytes),
+      // gRPC only reads the bytes; the Slice constructor takes a non-const pointer.
+      grpc::Slice(const_cast<char*>(batch->payload.data()), n, ReleaseBatch, new BatchPtr(batch)),
+  };
+  return grpc::ByteBuffer(parts, 2);
+}
+
+}  // namespace rolis::replication::wire
