@@ -2,7 +2,8 @@
 # Replicated ÷ unreplicated throughput, measured in one session: runs
 # rolis-bench ROUNDS times with --replicas=1 and then
 # --replicas=3 (alternating, so both see the same machine), prints each run's
-# figures and the ratio of the medians (throughput and CPU-normalized).
+# figures and the ratio of the medians (throughput and CPU-normalized), and
+# the median of each round's own replicated/unreplicated ratio.
 #   [ROUNDS=3] [BENCH=path/to/rolis-bench] engine/bench/ratio.sh --workload=ycsbpp --threads=1 --seconds=5
 set -euo pipefail
 rounds=${ROUNDS:-3}
@@ -29,9 +30,14 @@ print("%-8s %9s %14s %18s %9s %9s %9s" % ("replicas", "runs", "median_tps", "med
 for r, rs in sorted(by.items()):
     print("%-8d %9d %14.0f %18.0f %9.1f %9.1f %9.1f" % (r, len(rs), med(rs, "throughput_tps"), med(rs, "cpu_normalized_tps"),
           med(rs, "p50_us"), med(rs, "p95_us"), med(rs, "p99_us")))
-print("ratio replicated/unreplicated: throughput %.3f  cpu-normalized %.3f" % (t3 / t1, c3 / c1))
+# Each round's replicated run right after its unreplicated one: the median
+# of those paired ratios follows the machine's slow swings less than the
+# ratio of the medians does.
+paired = statistics.median(b["throughput_tps"] / a["throughput_tps"] for a, b in zip(by[1], by[3]))
+print("ratio replicated/unreplicated: throughput %.3f  cpu-normalized %.3f  (median of the %d paired rounds: %.3f)"
+      % (t3 / t1, c3 / c1, min(len(by[1]), len(by[3])), paired))
 print(json.dumps({"benchmark": "replication_ratio", "workload": w, "threads": rows[0]["threads"], "rounds": len(by[1]),
                   "unreplicated_tps": t1, "replicated_tps": t3, "ratio": round(t3 / t1, 4),
-                  "ratio_cpu_normalized": round(c3 / c1, 4), "replicated_p50_us": med(by[3], "p50_us"),
+                  "ratio_cpu_normalized": round(c3 / c1, 4), "ratio_paired_median": round(paired, 4), "replicated_p50_us": med(by[3], "p50_us"),
                   "replicated_p95_us": med(by[3], "p95_us"), "replicated_p99_us": med(by[3], "p99_us")}))
 PY
