@@ -21,6 +21,11 @@ namespace rolis::replication {
 
 // Appends one transaction to `out`.
 void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes);
+// Writes one transaction at `*used` in `out` and advances `*used`; `out` is
+// longer than `*used` when it is a reused buffer (its old bytes are
+// overwritten, not zeroed first) and grows only by what does not fit. The
+// caller cuts it to `*used` when the batch closes.
+void AppendTxnAt(std::string* out, size_t* used, uint64_t ts, std::span<const WriteRecord> writes);
 
 // One decoded transaction; its views point into the payload.
 struct DecodedTxn {

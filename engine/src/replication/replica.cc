@@ -8,6 +8,8 @@
 #include <random>
 #include <set>
 
+#include "batch_buffers.h"
+
 namespace rolis::replication {
 
 // ---------------------------------------------------------------------------
@@ -75,8 +77,10 @@ struct Replica::PeerState {
 
 struct Replica::LStream {
   explicit LStream(size_t ring_capacity) : ring(ring_capacity) {}
-  // Worker side: under the worker's mutex.
+  // Worker side: under the worker's mutex. buf holds the batch being
+  // filled in its first buf_used bytes (a reused buffer is longer).
   std::string buf;
+  size_t buf_used = 0;
   uint32_t count = 0;
   uint64_t buf_last_ts = 0;
   uint64_t closed_ts = 0;  // key ts of the last batch closed in this epoch
@@ -86,6 +90,9 @@ struct Replica::LStream {
   std::atomic<bool> orphan{false};         // committed while not open: never replicated
   // Closed batches, to the loop. Not const yet: the loop checksums them.
   SpscRing<std::shared_ptr<Batch>> ring;
+  // Their buffers, back from freed batches (batch_buffers.h): enough for
+  // two compactions' worth of slots, at most 32 MB.
+  std::shared_ptr<BatchBuffers> buffers;
   // Loop side: under lmu_.
   struct Entry {
     uint64_t index;
@@ -163,6 +170,7 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
   for (uint32_t t = 0; t < opts_.streams; t++) {
     replayed_next_[t].store(0);
     auto ls = std::make_unique<LStream>(std::max<uint32_t>(opts_.max_inflight, 2));
+    ls->buffers = BatchBuffers::Make(2 * opts_.compact_every, size_t{32} << 20);
     for (uint32_t p : peers()) {
       PeerState ps;
       ps.id = p;
@@ -342,7 +350,7 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord
       WakeLoop();
     }
   }
-  AppendTxn(&s.buf, ts, writes);
+  AppendTxnAt(&s.buf, &s.buf_used, ts, writes);
   s.count++;
   s.buf_last_ts = ts;
   // The loop closes a timed-out batch only when the worker's mutex is free;
@@ -374,15 +382,16 @@ void Replica::ObserveTs(uint64_t ts) {
 }
 
 void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
-  auto b = std::make_shared<Batch>();
+  std::shared_ptr<Batch> b = s.buffers->NewBatch();
   b->kind = BatchKind::kTxns;
   b->epoch = epoch;
   b->last_ts = s.buf_last_ts;
   b->txn_count = s.count;
-  size_t cap = s.buf.capacity();
+  const size_t cap = s.buf.capacity();
+  s.buf.resize(s.buf_used);  // shrinks: no fill, no copy
   b->payload = std::move(s.buf);  // checksummed by the loop, off the worker's path
-  s.buf = std::string();
-  s.buf.reserve(cap);
+  s.buf = s.buffers->Take(cap);
+  s.buf_used = 0;
   s.count = 0;
   s.closed_ts = b->last_ts;
   s.last_close = SteadyClock::now();
@@ -670,7 +679,7 @@ void Replica::OpenNow() {
     LStream& s = *lstreams_[t];
     std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
     if (mu) mu->lock();
-    s.buf.clear();
+    s.buf_used = 0;
     s.count = 0;
     s.closed_ts = 0;
     s.started = s.last_close = SteadyClock::now();

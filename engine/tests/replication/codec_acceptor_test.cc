@@ -51,6 +51,26 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
 }
 
+// The leader's stream writes into a reused buffer (AppendTxnAt): old bytes
+// past the batch are overwritten, and the batch cut to its length is what
+// AppendTxn builds from nothing.
+TEST(Codec, AppendTxnAtOverAReusedBufferEqualsAppendTxn) {
+  WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {3, std::string(300, 'k'), "v", false}};
+  std::string want;
+  for (uint64_t ts = 1; ts <= 40; ts++) AppendTxn(&want, ts, std::span<const WriteRecord>(a, 1 + ts % 3));
+  for (size_t garbage : {size_t{0}, size_t{7}, want.size() / 2, want.size() + 100}) {
+    SCOPED_TRACE(garbage);
+    std::string buf(garbage, '\xAB');
+    size_t used = 0;
+    for (uint64_t ts = 1; ts <= 40; ts++) AppendTxnAt(&buf, &used, ts, std::span<const WriteRecord>(a, 1 + ts % 3));
+    EXPECT_GE(buf.size(), used);
+    buf.resize(used);
+    EXPECT_EQ(buf, want);
+    std::vector<DecodedTxn> out;
+    EXPECT_TRUE(DecodeTxns(buf, 40, 40, &out).ok());
+  }
+}
+
 // DecodeBatch (follower replay's flat, reused form) reads what DecodeTxns
 // reads, rejects what it rejects, and is left empty by a failure.
 TEST(Codec, DecodeBatchMatchesDecodeTxnsAndIsReused) {
