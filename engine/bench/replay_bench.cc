@@ -108,6 +108,7 @@ struct Sizes {
   uint32_t batch_txns = 50;
   uint32_t tpcc_items = 100000;
   uint32_t tpcc_customers = 3000;
+  bool patch_updates = true;  // the leader logs updates as patches, as rolisd does
 };
 
 Status Generate(const std::string& name, const Sizes& sz, Workload* out) {
@@ -116,6 +117,7 @@ Status Generate(const std::string& name, const Sizes& sz, Workload* out) {
   Options o;
   o.commit_hook = &capture;
   o.epoch_period_ms = 10;
+  o.patch_updates = sz.patch_updates;
   auto db = Database::Open(o);
   std::unique_ptr<workloads::Workload> w;
   if (name == "ycsbpp") {
@@ -143,6 +145,9 @@ Status Generate(const std::string& name, const Sizes& sz, Workload* out) {
   // Read-only transactions read a snapshot: let it include the load.
   const uint64_t target = db->Stats().current_epoch;
   while (db->Stats().snapshot_epoch < target) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // As in rolis-bench: the load is not replicated, the run is the leader's
+  // first epoch (a patch is made only against this epoch's writes).
+  db->SetReplicationEpoch(1);
   auto worker = db->RegisterWorker();
   workloads::WorkerContext ctx(worker.get(), 0, 1, 7);
   w->InitThread(ctx);
@@ -281,6 +286,8 @@ int main(int argc, char** argv) {
   app.add_option("--keys", sz.ycsb_keys, "YCSB++ keys")->check(CLI::PositiveNumber);
   app.add_option("--txns", sz.txns, "read-write transactions to replay")->check(CLI::PositiveNumber);
   app.add_option("--batch-txns", sz.batch_txns, "transactions per batch")->check(CLI::PositiveNumber);
+  app.add_option("--patch-updates", sz.patch_updates,
+                 "log an update of the worker's own last write as a patch, as rolisd (default true)");
   app.add_option("--reps", reps, "runs of each combination, interleaved across paths")->check(CLI::PositiveNumber);
   app.add_flag("--small", small,
                "small sizes for callgrind: 100K YCSB++ keys, TPC-C with 10K items and 300 customers per "

@@ -104,6 +104,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
     field("acked_txns", Num(r.ack_latency.total()));
     field("unacked_txns", Num(r.unacked));
     field("unsampled_txns", Num(r.unsampled));
+    field("patch_updates", info.mode.patch_updates ? "true" : "false");
   }
   // Open loop (--rate): the target rate (0: closed loop, as fast as it goes)
   // and how far behind its schedule a thread fell at most.

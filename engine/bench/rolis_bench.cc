@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
   app.add_flag("--huge-pages", mode_options.huge_pages,
                "back the engine's memory with transparent huge pages (rolisd's --huge-pages; default off, as rolisd)");
+  app.add_option("--patch-updates", mode_options.patch_updates,
+                 "replicated: log an update of the worker's own last write as a patch (as rolisd; default true)");
   app.add_option("--epoch-ms", epoch_ms, "engine epoch period, ms")->check(CLI::Range(1, 10000));
   app.add_option("--mode", mode_options.mode, "unreplicated or replicated (default: by --replicas)");
   app.add_option("--replicas", mode_options.replicas, "replicas: 1 = unreplicated; 3, 5, 7: replicated (odd)")
@@ -94,6 +96,7 @@ int main(int argc, char** argv) {
   Options options;
   options.epoch_period_ms = epoch_ms;
   options.huge_pages = mode_options.huge_pages;
+  options.patch_updates = mode->commit_hook() != nullptr && mode_options.patch_updates;
   // The load's and the run's workers, and the replicator's replay and snapshot workers.
   options.max_workers = std::max<uint32_t>(options.max_workers, driver.threads + 4);
   options.commit_hook = mode->commit_hook();

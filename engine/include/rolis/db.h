@@ -39,8 +39,14 @@ struct Limits {
 struct WriteRecord {
   TableId table;
   std::string_view key;
-  std::string_view value;  // empty when is_delete
+  std::string_view value;  // empty when is_delete; the runs when is_patch
   bool is_delete = false;
+  // An update written as a patch (rolis/value_patch.h) against the record's
+  // previous value, whose ValueHash is base_hash. Only with
+  // Options::patch_updates; replay applies it to a value with that hash
+  // and refuses it otherwise.
+  bool is_patch = false;
+  uint64_t base_hash = 0;
 };
 
 // Receives every committed read-write transaction, on the committing worker's
@@ -73,6 +79,13 @@ struct Options {
   // ~5 ms on a VM whose host has not backed that memory yet, and TPC-C grows
   // into fresh memory all the time (docs/operations.md, "Huge pages").
   bool huge_pages = false;
+  // Hand the commit hook an update as a patch (WriteRecord::is_patch) when
+  // the record's previous value was written by the same worker in the same
+  // replication epoch, has the same length, and the patch is at most half
+  // of the value. For the replication log only: its followers replay each
+  // worker's writes in order, so they hold that previous value when the
+  // patch comes (docs/replication.md, "Patches").
+  bool patch_updates = false;
 };
 
 class Database;

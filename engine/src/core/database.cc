@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "rolis/value_patch.h"
 #include "txn_impl.h"
 #include "worker_impl.h"
 
@@ -134,6 +135,9 @@ Status DatabaseImpl::CheckReplicated(const WriteRecord& write, uint64_t order_ep
   if (!write.is_delete && write.value.size() > lim.max_value_bytes) {
     return Status::InvalidArgument("value of " + std::to_string(write.value.size()) +
                                    " bytes exceeds max_value_bytes=" + std::to_string(lim.max_value_bytes));
+  }
+  if (write.is_patch && (write.is_delete || !PatchWellFormed(write.value))) {
+    return Status::InvalidArgument("malformed patch");
   }
   if (order_epoch > UINT32_MAX) return Status::InvalidArgument("replication epoch exceeds 2^32-1");
   *table = t;

@@ -12,6 +12,9 @@
 // worker enters again, so a read-only snapshot sees the whole group or none
 // of it (one write at a time, a transaction could straddle two epochs).
 #include <algorithm>
+#include <string>
+
+#include "rolis/value_patch.h"
 
 #include "worker_impl.h"
 
@@ -51,17 +54,19 @@ Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes)
     for (int i = 0; i < n; ++i) {
       // An absent or unresolved key is found or inserted on its own: an
       // earlier write of this group may have inserted it since the lookup.
-      ApplyOneReplicated(tables[i], probes[i].key, *group[i], probes[i].resolved ? probes[i].rec : nullptr, stamp,
-                         min_snap, keep_old);
+      Status s = ApplyOneReplicated(tables[i], probes[i].key, *group[i], probes[i].resolved ? probes[i].rec : nullptr,
+                                    stamp, min_snap, keep_old);
+      if (!s.ok() && first.ok()) first = std::move(s);
     }
   }
   return first;
 }
 
-void WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r,
-                                    uint64_t stamp, uint64_t min_snap, bool keep_old) {
+Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r,
+                                      uint64_t stamp, uint64_t min_snap, bool keep_old) {
   const WriteRecord& write = rw.write;
-  const uint32_t vlen = static_cast<uint32_t>(write.is_delete ? 0 : write.value.size());
+  uint32_t vlen = static_cast<uint32_t>(write.is_delete ? 0 : write.value.size());
+  const char* value = write.value.data();
   for (;;) {
     bool created = false;
     if (r == nullptr) {
@@ -83,7 +88,24 @@ void WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Replica
       // An older or duplicate write: last writer wins, nothing to do.
       if (created) QueueAbsentLocked(t, r);
       UnlockRecord(r, w);
-      return;
+      return Status::OK();
+    }
+    if (write.is_patch) {
+      // The new value is the previous one with the patch's runs: only if
+      // this record holds the value the patch was made against.
+      const std::string_view base((w & tid::kAbsent) ? nullptr : r->ValuePtrLocked(),
+                                  (w & tid::kAbsent) ? 0 : r->vlen);
+      patch_value_.assign(base);
+      if ((w & tid::kAbsent) || ValueHash(base) != write.base_hash ||
+          !ApplyPatch(write.value, patch_value_.data(), patch_value_.size())) {
+        if (created) QueueAbsentLocked(t, r);
+        UnlockRecord(r, w);
+        return Status::FailedPrecondition("a replicated patch of table " + std::to_string(write.table) +
+                                          " does not apply: the record does not hold the value it was made "
+                                          "against (this member's store diverged; it needs a state transfer)");
+      }
+      value = patch_value_.data();
+      vlen = static_cast<uint32_t>(patch_value_.size());
     }
     // What the install unlinks is stamped with the epoch now (as a commit
     // does); the version keeps the group's stamp unless a local commit wrote
@@ -95,9 +117,9 @@ void WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Replica
     } else {
       St(r->flags, r->flags & ~kFlagReplTombstone);
     }
-    InstallAndUnlock(this, t, r, write.is_delete, write.value.data(), vlen, rw.order_ts, epoch, rw.order_epoch,
-                     min_snap, std::max(now, epoch), keep_old);
-    return;
+    InstallAndUnlock(this, t, r, write.is_delete, value, vlen, rw.order_ts, epoch, rw.order_epoch, min_snap,
+                     std::max(now, epoch), keep_old);
+    return Status::OK();
   }
 }
 

@@ -3,6 +3,7 @@
 #include <span>
 
 #include "alloc.h"
+#include "rolis/value_patch.h"
 #include "txn_impl.h"
 
 namespace rolis::core {
@@ -641,7 +642,8 @@ Status TxnImpl::Commit() {
     return AbortWith("read validation failed");
   }
 
-  // 4. Install and unlock.
+  // 4. Install and unlock (patches are made against the values replaced).
+  if (db_->options().commit_hook != nullptr && db_->options().patch_updates) MakePatches(repl_epoch);
   const uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
   for (const WriteEntry& e : ws) {
     InstallAndUnlock(w_, e.table, e.rec, e.kind == WriteKind::kDelete, e.val, e.len, ts, epoch, repl_epoch,
@@ -656,17 +658,52 @@ Status TxnImpl::Commit() {
   return Status::OK();
 }
 
+// Under the write set's locks, before the install: an update of a value
+// this worker wrote in this replication epoch goes to the hook as a patch
+// against it (Options::patch_updates). Its followers replay the worker's
+// stream in order, so they hold that value when the patch comes; any other
+// writer's value may still be in flight on another stream.
+void TxnImpl::MakePatches(uint64_t repl_epoch) {
+  auto& refs = w_->patch_refs_;
+  auto& buf = w_->patch_buf_;
+  const auto& ws = s_->writes;
+  refs.assign(ws.size(), {});
+  buf.clear();
+  constexpr uint64_t kWorkerMask = (uint64_t{1} << kWorkerIdBits) - 1;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const WriteEntry& e = ws[i];
+    Record* r = e.rec;
+    if (e.kind == WriteKind::kDelete || e.created || r->vlen != e.len || e.len > kMaxPatchedValue ||
+        r->repl_epoch != repl_epoch || (r->ts & kWorkerMask) != w_->id() ||
+        (r->word.load(std::memory_order_relaxed) & tid::kAbsent)) {
+      continue;
+    }
+    const std::string_view base(r->ValuePtrLocked(), r->vlen);
+    const size_t at = buf.size();
+    if (!AppendPatch(base, std::string_view(e.val, e.len), e.len / 2, &buf)) continue;
+    refs[i] = {static_cast<uint32_t>(at), static_cast<uint32_t>(buf.size() - at), ValueHash(base)};
+  }
+}
+
 void TxnImpl::CallHook(uint64_t ts) {
   CommitHook* hook = db_->options().commit_hook;
   if (!hook) return;
   auto& hb = w_->hook_buf_;
   hb.clear();
-  for (const WriteEntry& e : s_->writes) {
+  const bool patches = db_->options().patch_updates;
+  for (size_t i = 0; i < s_->writes.size(); ++i) {
+    const WriteEntry& e = s_->writes[i];
     WriteRecord wr;
     wr.table = e.table->id();
     wr.key = e.rec->key();
     wr.is_delete = e.kind == WriteKind::kDelete;
     wr.value = wr.is_delete ? std::string_view() : std::string_view(e.val, e.len);
+    if (patches && w_->patch_refs_[i].len > 0) {
+      const auto& p = w_->patch_refs_[i];
+      wr.is_patch = true;
+      wr.base_hash = p.base_hash;
+      wr.value = std::string_view(w_->patch_buf_).substr(p.at, p.len);
+    }
     hb.push_back(wr);
   }
   hook->OnCommit(w_->id(), ts, std::span<const WriteRecord>(hb.data(), hb.size()));

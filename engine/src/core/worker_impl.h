@@ -58,6 +58,15 @@ class WorkerImpl final : public Worker {
 
   // Scratch shared by this worker's transactions (used within one call).
   std::vector<WriteRecord> hook_buf_;
+  // The commit's patches (Options::patch_updates): per write, where its
+  // runs sit in patch_buf_ (len 0: no patch) and the base value's hash.
+  struct PatchRef {
+    uint32_t at = 0, len = 0;
+    uint64_t base_hash = 0;
+  };
+  std::vector<PatchRef> patch_refs_;
+  std::string patch_buf_;
+  std::string patch_value_;  // replay: a patched value is built here
   std::deque<std::string> scan_bufs_;  // one per nesting level of Scan
   int scan_depth_ = 0;
 
@@ -117,7 +126,7 @@ class WorkerImpl final : public Worker {
   // group lookup; null: find or insert it). Stamps the version `stamp`, or
   // with kStampAtLock the epoch read once the record is locked.
   static constexpr uint64_t kStampAtLock = ~uint64_t{0};
-  void ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r, uint64_t stamp,
+  Status ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r, uint64_t stamp,
                           uint64_t min_snap, bool keep_old = true);
 };
 

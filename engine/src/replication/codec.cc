@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "rolis/value_patch.h"
+
 namespace rolis::replication {
 namespace {
 
@@ -39,10 +41,14 @@ class Reader {
   size_t prefetched_ = 0;
 };
 
+// A write's flags byte; a patch's is followed by its base value's hash.
+constexpr uint8_t kFlagPut = 0, kFlagDelete = 1, kFlagPatch = 2;
+
 size_t EncodedSize(std::span<const WriteRecord> writes) {
   size_t n = sizeof(uint64_t) + sizeof(uint32_t);
   for (const WriteRecord& w : writes) {
-    n += 3 * sizeof(uint32_t) + 1 + w.key.size() + (w.is_delete ? 0 : w.value.size());
+    n += 3 * sizeof(uint32_t) + 1 + w.key.size() + (w.is_delete ? 0 : w.value.size()) +
+         (w.is_patch ? sizeof(uint64_t) : 0);
   }
   return n;
 }
@@ -58,12 +64,13 @@ void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes) {
   put(&ts, sizeof ts);
   put(&count, sizeof count);
   for (const WriteRecord& w : writes) {
-    const uint8_t del = w.is_delete ? 1 : 0;
+    const uint8_t flags = w.is_delete ? kFlagDelete : w.is_patch ? kFlagPatch : kFlagPut;
     const uint32_t klen = static_cast<uint32_t>(w.key.size());
     std::string_view v = w.is_delete ? std::string_view() : w.value;
     const uint32_t vlen = static_cast<uint32_t>(v.size());
     put(&w.table, sizeof w.table);
-    put(&del, 1);
+    put(&flags, 1);
+    if (w.is_patch) put(&w.base_hash, sizeof w.base_hash);
     put(&klen, sizeof klen);
     put(w.key.data(), klen);
     put(&vlen, sizeof vlen);
@@ -113,14 +120,17 @@ Status Decode(std::string_view payload, uint32_t count, uint64_t last_ts, OnTxn&
       WriteRecord w{};
       uint8_t flags = 0;
       uint32_t kl = 0, vl = 0;
-      if (!r.Get(&w.table) || !r.Get(&flags) || !r.Get(&kl) || !r.Bytes(kl, &w.key) || !r.Get(&vl) ||
+      if (!r.Get(&w.table) || !r.Get(&flags)) return Status::InvalidArgument("batch payload truncated (write)");
+      if (flags > kFlagPatch) return Status::InvalidArgument("batch payload: bad write flags");
+      w.is_delete = flags == kFlagDelete;
+      w.is_patch = flags == kFlagPatch;
+      if ((w.is_patch && !r.Get(&w.base_hash)) || !r.Get(&kl) || !r.Bytes(kl, &w.key) || !r.Get(&vl) ||
           !r.Bytes(vl, &w.value)) {
         return Status::InvalidArgument("batch payload truncated (write)");
       }
-      if (flags > 1) return Status::InvalidArgument("batch payload: bad write flags");
       if (kl == 0) return Status::InvalidArgument("batch payload: empty key");
-      w.is_delete = flags == 1;
       if (w.is_delete && vl != 0) return Status::InvalidArgument("batch payload: delete with a value");
+      if (w.is_patch && !PatchWellFormed(w.value)) return Status::InvalidArgument("batch payload: malformed patch");
       on_write(w);
     }
   }

@@ -10,6 +10,7 @@ void ReplayApplier::Flush() {
   Status s = db_->ApplyReplicatedBatch(worker_, queued_);
   if (!s.ok()) {
     failed_flushes_++;
+    if (s.code() == StatusCode::kFailedPrecondition) diverged_ = true;
     static std::atomic<int> logged{0};
     if (logged.fetch_add(1) < 10) {
       std::fprintf(stderr, "rolis-repl %u: replay of a group of %zu writes (from %lu.%lu) had a failed write: %s\n",

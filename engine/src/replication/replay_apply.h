@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "rolis/db.h"
@@ -34,11 +35,16 @@ class ReplayApplier {
   }
 
   // Applies what is queued. A failed write is logged (the first few) and
-  // skipped; it cannot happen with payloads the leader encoded.
+  // skipped; it cannot happen with payloads the leader encoded into a store
+  // that replayed the log before them (a patch that does not apply marks
+  // the store diverged: TakeDiverged).
   void Flush();
 
   size_t queued() const { return queued_.size(); }
   uint64_t failed_flushes() const { return failed_flushes_; }  // flushes with a failed write
+  // A write did not apply because the store does not hold what the log
+  // assumes (a patch against another value): true once, then reset.
+  bool TakeDiverged() { return std::exchange(diverged_, false); }
 
  private:
   Database* db_;
@@ -46,6 +52,7 @@ class ReplayApplier {
   uint32_t log_id_;
   std::vector<ReplicatedWrite> queued_;  // reused: no allocation per write
   uint64_t failed_flushes_ = 0;
+  bool diverged_ = false;
 };
 
 }  // namespace rolis::replication

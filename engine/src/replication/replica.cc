@@ -675,18 +675,29 @@ void Replica::OpenNow() {
   // Every re-proposal and barrier is on a majority: open for writes. No
   // worker is pushing (none was leading), so taking their mutexes only waits
   // for transactions in progress (refused at commit by the role check).
+  // The engine's replication epoch changes with every worker held: a commit
+  // that slipped past the role check of an earlier leadership finished with
+  // the old epoch, so it never counts as this epoch's write of its worker
+  // (the leader patches only against those: "Patches" in docs/replication.md).
+  std::vector<std::mutex*> held;
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
+    if (mu && std::find(held.begin(), held.end(), mu) == held.end()) {
+      mu->lock();
+      held.push_back(mu);
+    }
+  }
+  if (db_) db_->SetReplicationEpoch(lepoch_);
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
-    std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
-    if (mu) mu->lock();
     s.buf_used = 0;
     s.count = 0;
     s.closed_ts = 0;
     s.started = s.last_close = SteadyClock::now();
     s.epoch_max_ts.store(0, std::memory_order_relaxed);
     s.leading.store(lepoch_, std::memory_order_release);
-    if (mu) mu->unlock();
   }
+  for (std::mutex* mu : held) mu->unlock();
   lmode_ = LMode::kOpen;
   // Heartbeat at the batch timeout for a moment: the followers learn at once
   // that a leader is open (the built-in election's timers stop).
@@ -1191,6 +1202,15 @@ bool Replica::ReplayOnce() {
     }
   }
   applier_->Flush();
+  if (applier_->TakeDiverged()) {
+    // Its store no longer follows the log: it must not serve, vote for
+    // itself or send snapshots until a state transfer replaces it.
+    std::fprintf(stderr, "rolis-repl %u: replay found the store diverged from the log: state transfer\n", opts_.id);
+    dirty_.store(true);
+    needs_transfer_.store(true);
+    if (role_.load() != Role::kLeader) role_.store(Role::kCatchingUp);
+    catch_cv_.notify_all();
+  }
   return progress;
 }
 
@@ -1752,8 +1772,6 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
     }
     replay_paused_ = true;  // a leader's store is its own
   }
-  if (db_) db_->SetReplicationEpoch(e);
-
   Know(ConfigOf(dec));
   {
     std::lock_guard<std::mutex> g(lmu_);

@@ -111,6 +111,9 @@ Status RolisServer::Start() {
   opts.huge_pages = config_.huge_pages;
   opts.max_workers = std::max<uint32_t>(64, config_.worker_threads + 8);
   opts.commit_hook = replicator_.get();
+  // The replication log carries updates of a worker's own writes as patches
+  // (docs/replication.md, "Patches"); a single member logs nothing.
+  opts.patch_updates = config_.replicated();
   db_ = open_(opts);
   if (!db_) return Status::Internal("the engine did not open");
 

@@ -3,6 +3,7 @@
 
 #include "acceptor.h"
 #include "codec.h"
+#include "rolis/value_patch.h"
 
 namespace rolis::replication {
 namespace {
@@ -49,6 +50,39 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   std::string q = p;
   q[q.size() / 2] ^= 0x40;
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
+}
+
+// A patch (rolis/value_patch.h) travels with its base value's hash; a
+// payload whose patch runs are cut short or overlap is refused on receipt.
+TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
+  const std::string base(64, 'a');
+  std::string changed = base;
+  changed[9] = 'b';
+  std::string runs;
+  ASSERT_TRUE(AppendPatch(base, changed, 32, &runs));
+  WriteRecord w[] = {{3, "row", runs, false, true, ValueHash(base)}, {3, "other", "full", false}};
+  std::string p;
+  AppendTxn(&p, 5, w);
+  std::vector<DecodedTxn> out;
+  ASSERT_TRUE(DecodeTxns(p, 1, 5, &out).ok());
+  ASSERT_EQ(out[0].writes.size(), 2u);
+  const WriteRecord& got = out[0].writes[0];
+  EXPECT_TRUE(got.is_patch);
+  EXPECT_FALSE(got.is_delete);
+  EXPECT_EQ(got.base_hash, ValueHash(base));
+  EXPECT_EQ(got.value, runs);
+  EXPECT_FALSE(out[0].writes[1].is_patch);
+  for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeTxns(p.substr(0, n), 1, 5, &out).ok()) << n;
+
+  // The same frame around malformed runs: a length past the runs' end.
+  std::string bad = runs;
+  bad[2] = static_cast<char>(bad[2] + 1);
+  WriteRecord m[] = {{3, "row", bad, false, true, 1}};
+  std::string q;
+  AppendTxn(&q, 5, m);
+  Status s = CheckPayload(q, 1, 5, Crc32c(q));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("malformed patch"), std::string::npos) << s.ToString();
 }
 
 // The leader's stream writes into a reused buffer (AppendTxnAt): old bytes

@@ -1,0 +1,40 @@
+// Value patches: an update sent as the bytes it changed.
+//
+// A replicated update of a record is mostly the value it replaces (a TPC-C
+// stock row changes 4 of its 320 bytes; a customer row 3 of 670). The
+// leader may log such an update as a patch against the record's previous
+// value, and a follower rebuilds the new value from its own copy of that
+// value (docs/replication.md, "Patches"). A patch is a sequence of runs
+//   [uint16 offset][uint16 length][length bytes]
+// with offsets increasing and runs not overlapping; it applies to a value
+// of the same length as the one it was made against, which it names by
+// ValueHash. Values longer than kMaxPatchedValue are never patched.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace rolis {
+
+inline constexpr size_t kMaxPatchedValue = 65535;
+
+// A 64-bit hash of a value's bytes: a patch applies only to the value it
+// was made against.
+uint64_t ValueHash(std::string_view value);
+
+// Appends to *out the runs that turn `base` into `value` (of equal length,
+// at most kMaxPatchedValue) and returns true if they take at most
+// `max_bytes`; otherwise leaves *out as it was and returns false.
+bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out);
+
+// The patch's runs are well formed (in order, non-empty, not overlapping,
+// none cut short). Says nothing of the value it applies to.
+bool PatchWellFormed(std::string_view patch);
+
+// Applies a well-formed patch to `value` (`len` bytes) in place; false,
+// with `value` unchanged, if a run ends past `len`.
+bool ApplyPatch(std::string_view patch, char* value, size_t len);
+
+}  // namespace rolis

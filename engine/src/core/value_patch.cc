@@ -1,0 +1,121 @@
+#include "rolis/value_patch.h"
+
+#include <cstring>
+
+namespace rolis {
+
+namespace {
+
+uint64_t Load64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+uint16_t Load16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void PutRun(std::string* out, size_t at, const char* bytes, size_t len) {
+  const uint16_t h[2] = {static_cast<uint16_t>(at), static_cast<uint16_t>(len)};
+  out->append(reinterpret_cast<const char*>(h), sizeof h);  // x86-64: little endian
+  out->append(bytes, len);
+}
+
+constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
+
+}  // namespace
+
+uint64_t ValueHash(std::string_view value) {
+  // Two multiply-mix lanes over 8-byte words, then the tail and the length.
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t a = 0x243F6A8885A308D3ull, b = 0x13198A2E03707344ull;
+  const char* p = value.data();
+  size_t n = value.size();
+  for (; n >= 16; p += 16, n -= 16) {
+    a = (a ^ Load64(p)) * kMul;
+    b = (b ^ Load64(p + 8)) * kMul;
+    a ^= a >> 29;
+    b ^= b >> 31;
+  }
+  if (n >= 8) {
+    a = (a ^ Load64(p)) * kMul;
+    a ^= a >> 29;
+    p += 8;
+    n -= 8;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);  // n < 8
+  a = (a ^ tail ^ (value.size() << 1)) * kMul;
+  uint64_t h = (a ^ (b * kMul)) * kMul;
+  return h ^ (h >> 32);
+}
+
+bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
+  if (base.size() != value.size() || value.size() > kMaxPatchedValue) return false;
+  const size_t start = out->size();
+  const size_t n = value.size();
+  const char* b = base.data();
+  const char* v = value.data();
+  // Runs of differing 8-byte words (merging across an equal word would
+  // cost 8 bytes to save a 4-byte header), then the tail bytes as one run.
+  size_t i = 0;
+  const size_t words_end = n & ~size_t{7};
+  while (i < words_end) {
+    if (Load64(b + i) == Load64(v + i)) {
+      i += 8;
+      continue;
+    }
+    size_t j = i + 8;
+    while (j < words_end && Load64(b + j) != Load64(v + j)) j += 8;
+    if (out->size() - start + kRunHeader + (j - i) > max_bytes) {
+      out->resize(start);
+      return false;
+    }
+    PutRun(out, i, v + i, j - i);
+    i = j;
+  }
+  if (words_end < n && std::memcmp(b + words_end, v + words_end, n - words_end) != 0) {
+    if (out->size() - start + kRunHeader + (n - words_end) > max_bytes) {
+      out->resize(start);
+      return false;
+    }
+    PutRun(out, words_end, v + words_end, n - words_end);
+  }
+  return true;
+}
+
+bool PatchWellFormed(std::string_view patch) {
+  size_t at = 0, end_of_last = 0;
+  bool first = true;
+  while (at < patch.size()) {
+    if (patch.size() - at < kRunHeader) return false;
+    const size_t off = Load16(patch.data() + at), len = Load16(patch.data() + at + 2);
+    at += kRunHeader;
+    if (len == 0 || patch.size() - at < len) return false;
+    if (!first && off < end_of_last) return false;
+    first = false;
+    end_of_last = off + len;
+    at += len;
+  }
+  return true;
+}
+
+bool ApplyPatch(std::string_view patch, char* value, size_t len) {
+  // Checked first, so that a patch that does not fit changes nothing.
+  for (size_t at = 0; at < patch.size();) {
+    const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
+    if (off + n > len) return false;
+    at += kRunHeader + n;
+  }
+  for (size_t at = 0; at < patch.size();) {
+    const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
+    std::memcpy(value + off, patch.data() + at + kRunHeader, n);
+    at += kRunHeader + n;
+  }
+  return true;
+}
+
+}  // namespace rolis

@@ -1,0 +1,275 @@
+// Patches (rolis/value_patch.h, Options::patch_updates): the runs rebuild
+// the value exactly and a bad patch is refused; the commit hook gets an
+// update as a patch only against the same worker's own write of the same
+// replication epoch; replaying the hooked writes, each worker's in order
+// and the workers' streams merged in any order, rebuilds the leader's
+// store; and replay refuses a patch against any other value, changing
+// nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rolis/value_patch.h"
+#include "test_util.h"
+
+namespace rolis {
+namespace {
+
+std::string RandomBytes(std::mt19937_64& rng, size_t n) {
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+TEST(ValuePatch, RunsRebuildTheValueAndRespectTheirBudget) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    const size_t n = rng() % 700;
+    const std::string base = RandomBytes(rng, n);
+    std::string value = base;
+    const int flips = static_cast<int>(rng() % 6);
+    for (int f = 0; f < flips && n > 0; ++f) value[rng() % n] ^= static_cast<char>(1 + rng() % 255);
+    std::string patch = "prefix";
+    ASSERT_TRUE(AppendPatch(base, value, n + 64, &patch)) << n;
+    const std::string runs = patch.substr(6);
+    EXPECT_TRUE(PatchWellFormed(runs));
+    EXPECT_LE(runs.size(), static_cast<size_t>(flips) * (4 + 8));  // a word per changed byte at most
+    if (value == base) {
+      EXPECT_TRUE(runs.empty());
+    }
+    std::string rebuilt = base;
+    ASSERT_TRUE(ApplyPatch(runs, rebuilt.data(), rebuilt.size()));
+    EXPECT_EQ(rebuilt, value);
+    EXPECT_EQ(ValueHash(base) == ValueHash(value), base == value);
+  }
+  // Over budget, of another length, or too long: no patch, output untouched.
+  const std::string a(64, 'a');
+  const std::string b(64, 'b');
+  std::string out = "keep";
+  EXPECT_FALSE(AppendPatch(a, b, 32, &out));
+  EXPECT_FALSE(AppendPatch(a, a + "x", 1000, &out));
+  const std::string big(kMaxPatchedValue + 1, 'z');
+  EXPECT_FALSE(AppendPatch(big, big, 1000, &out));
+  EXPECT_EQ(out, "keep");
+}
+
+TEST(ValuePatch, MalformedOrMisfittingPatchesAreRefused) {
+  auto run = [](uint16_t off, uint16_t len, char c) {
+    std::string s(4, '\0');
+    std::memcpy(s.data(), &off, 2);
+    std::memcpy(s.data() + 2, &len, 2);
+    return s + std::string(len, c);
+  };
+  EXPECT_TRUE(PatchWellFormed(run(0, 3, 'x') + run(8, 2, 'y')));
+  EXPECT_FALSE(PatchWellFormed(run(0, 3, 'x').substr(0, 5)));          // cut short
+  EXPECT_FALSE(PatchWellFormed(run(0, 3, 'x') + "ab"));                 // a header cut short
+  EXPECT_FALSE(PatchWellFormed(run(0, 0, 'x')));                        // empty run
+  EXPECT_FALSE(PatchWellFormed(run(4, 4, 'x') + run(6, 2, 'y')));       // overlapping
+  EXPECT_FALSE(PatchWellFormed(run(8, 2, 'x') + run(0, 2, 'y')));       // out of order
+  std::string value(10, '.');
+  EXPECT_FALSE(ApplyPatch(run(2, 3, 'x') + run(9, 2, 'y'), value.data(), value.size()));  // past the end
+  EXPECT_EQ(value, std::string(10, '.'));  // the run that fitted was not applied either
+}
+
+struct Hooked {
+  WorkerId worker;
+  uint64_t ts;
+  std::vector<WriteRecord> writes;  // views into `bytes`
+  std::deque<std::string> bytes;
+};
+
+class KeepingHook : public CommitHook {
+ public:
+  void OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) override {
+    std::lock_guard<std::mutex> g(mu);
+    Hooked& h = txns.emplace_back();
+    h.worker = worker;
+    h.ts = ts;
+    for (WriteRecord w : writes) {
+      w.key = h.bytes.emplace_back(w.key);
+      w.value = h.bytes.emplace_back(w.value);
+      h.writes.push_back(w);
+    }
+  }
+  std::mutex mu;
+  std::deque<Hooked> txns;
+};
+
+std::unique_ptr<Database> OpenWithPatches(CommitHook* hook) {
+  Options o;
+  o.epoch_period_ms = 2;
+  o.commit_hook = hook;
+  o.patch_updates = true;
+  return Database::Open(o);
+}
+
+std::string Row(char fill, uint32_t counter) {
+  std::string r(120, fill);
+  std::memcpy(r.data() + 40, &counter, sizeof counter);
+  return r;
+}
+
+TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
+  KeepingHook hook;
+  auto db = OpenWithPatches(&hook);
+  db->SetReplicationEpoch(1);
+  Table* t = testing::MakeTable(db.get(), "t");
+  auto w1 = db->RegisterWorker();
+  auto w2 = db->RegisterWorker();
+  auto last = [&] { return hook.txns.back().writes.at(0); };
+
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('a', 1)).ok());
+  EXPECT_FALSE(last().is_patch) << "an insert";
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('a', 2)).ok());
+  ASSERT_TRUE(last().is_patch) << "the worker's own write, 4 bytes changed";
+  EXPECT_EQ(last().base_hash, ValueHash(Row('a', 1)));
+  EXPECT_LT(last().value.size(), 20u);
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('b', 3)).ok());
+  EXPECT_FALSE(last().is_patch) << "more than half of the value changed";
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('b', 4) + "x").ok());
+  EXPECT_FALSE(last().is_patch) << "another length";
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 5) + "x").ok());
+  EXPECT_FALSE(last().is_patch) << "another worker's write";
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 6) + "x").ok());
+  EXPECT_TRUE(last().is_patch);
+  db->SetReplicationEpoch(2);
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 7) + "x").ok());
+  EXPECT_FALSE(last().is_patch) << "written in an earlier replication epoch";
+  ASSERT_TRUE(testing::RunRw(w2.get(), [&](Transaction* txn) { return txn->Delete(t, "k"); }).ok());
+  EXPECT_FALSE(last().is_patch) << "a delete";
+  EXPECT_TRUE(last().is_delete);
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 8) + "x").ok());
+  EXPECT_FALSE(last().is_patch) << "over a delete";
+}
+
+// Several workers update shared rows (a few bytes each, so most updates
+// are patches); a follower replays each worker's transactions in order,
+// the workers' streams merged at random, and ends with the same store.
+TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
+  KeepingHook hook;
+  auto leader = OpenWithPatches(&hook);
+  leader->SetReplicationEpoch(3);
+  Table* t = testing::MakeTable(leader.get(), "t");
+  constexpr int kWorkers = 3, kTxns = 1500, kKeys = 40;
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kWorkers; ++id) {
+    threads.emplace_back([&, id] {
+      auto w = leader->RegisterWorker();
+      std::mt19937_64 rng(id + 100);
+      for (int i = 0; i < kTxns; ++i) {
+        Status s = testing::RunRw(w.get(), [&](Transaction* txn) {
+          for (int j = 0; j < 2; ++j) {
+            const std::string k = testing::KeyU64(rng() % kKeys);
+            std::string v;
+            Status g = txn->Get(t, k, &v);
+            if (g.IsNotFound() || v.size() != 120) v = Row('0' + id, 0);
+            else if (!g.ok()) return g;
+            v[rng() % v.size()] = static_cast<char>('a' + rng() % 26);
+            if (rng() % 50 == 0) v = RandomBytes(rng, 120);  // a full rewrite now and then
+            if (Status p = txn->Put(t, k, v); !p.ok()) return p;
+          }
+          return Status::OK();
+        });
+        ASSERT_TRUE(s.ok()) << s.ToString();
+      }
+      w.reset();
+    });
+  }
+  for (auto& th : threads) th.join();
+
+  std::map<WorkerId, std::vector<const Hooked*>> streams;
+  size_t patches = 0, writes = 0;
+  for (const Hooked& h : hook.txns) {
+    streams[h.worker].push_back(&h);
+    for (const WriteRecord& w : h.writes) patches += w.is_patch, writes++;
+  }
+  EXPECT_GT(patches, writes / 3) << "most updates should go as patches";
+
+  std::map<std::string, std::string> want;
+  {
+    auto w = leader->RegisterWorker();
+    testing::WaitForSnapshot(leader.get(), w.get());
+    auto ro = w->BeginReadOnly();
+    ASSERT_TRUE(ro->Scan(t, "", "", 0, [&](std::string_view k, std::string_view v) {
+                    want[std::string(k)] = std::string(v);
+                    return true;
+                  }).ok());
+  }
+  for (int merge = 0; merge < 3; ++merge) {
+    auto follower = testing::OpenDb();
+    Table* ft = testing::MakeTable(follower.get(), "t");
+    ASSERT_EQ(ft->id(), t->id());
+    auto fw = follower->RegisterWorker();
+    std::mt19937_64 rng(merge);
+    std::map<WorkerId, size_t> next;
+    for (size_t left = hook.txns.size(); left > 0; --left) {
+      std::vector<WorkerId> ready;
+      for (auto& [worker, txns] : streams) {
+        if (next[worker] < txns.size()) ready.push_back(worker);
+      }
+      const WorkerId pick = ready[rng() % ready.size()];
+      const Hooked* h = streams[pick][next[pick]++];
+      std::vector<ReplicatedWrite> rws;
+      for (const WriteRecord& w : h->writes) rws.push_back({w, 3, h->ts});
+      Status s = follower->ApplyReplicatedBatch(fw.get(), rws);
+      ASSERT_TRUE(s.ok()) << s.ToString();
+    }
+    testing::WaitForSnapshot(follower.get(), fw.get());
+    std::map<std::string, std::string> got;
+    auto ro = fw->BeginReadOnly();
+    ASSERT_TRUE(ro->Scan(ft, "", "", 0, [&](std::string_view k, std::string_view v) {
+                    got[std::string(k)] = std::string(v);
+                    return true;
+                  }).ok());
+    ASSERT_TRUE(ro->Commit().ok());
+    EXPECT_EQ(got, want) << "merge " << merge;
+  }
+}
+
+TEST(PatchUpdates, ReplayRefusesAPatchAgainstAnotherValueAndChangesNothing) {
+  auto db = testing::OpenDb();
+  Table* t = testing::MakeTable(db.get(), "t");
+  auto w = db->RegisterWorker();
+  const std::string base = Row('a', 1);
+  std::string patch;
+  ASSERT_TRUE(AppendPatch(base, Row('a', 2), 60, &patch));
+  auto apply = [&](const std::string& key, uint64_t hash, uint64_t ts, std::string_view runs) {
+    WriteRecord wr{t->id(), key, runs, false, true, hash};
+    return db->ApplyReplicated(w.get(), wr, 1, ts);
+  };
+  auto value_of = [&](const std::string& key) {
+    testing::WaitForSnapshot(db.get(), w.get());
+    std::string v;
+    auto ro = w->BeginReadOnly();
+    Status s = ro->Get(t, key, &v);
+    (void)ro->Commit();
+    return s.ok() ? v : "<" + s.ToString() + ">";
+  };
+
+  // No record at all, or one holding another value: refused, nothing changes.
+  EXPECT_EQ(apply("absent", ValueHash(base), 10, patch).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(value_of("absent").substr(0, 1), "<");
+  ASSERT_TRUE(db->ApplyReplicated(w.get(), WriteRecord{t->id(), "k", Row('z', 9)}, 1, 10).ok());
+  EXPECT_EQ(apply("k", ValueHash(base), 11, patch).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(value_of("k"), Row('z', 9));
+  // A malformed patch is refused before anything is looked up.
+  EXPECT_EQ(apply("k", ValueHash(Row('z', 9)), 12, "\x01\x00").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(value_of("k"), Row('z', 9));
+  // Against the value it was made for, it applies; an older one is skipped.
+  ASSERT_TRUE(db->ApplyReplicated(w.get(), WriteRecord{t->id(), "k", base}, 1, 13).ok());
+  EXPECT_TRUE(apply("k", ValueHash(base), 14, patch).ok());
+  EXPECT_EQ(value_of("k"), Row('a', 2));
+  EXPECT_TRUE(apply("k", 0, 5, patch).ok()) << "older than the record: last writer wins, nothing to check";
+  EXPECT_EQ(value_of("k"), Row('a', 2));
+}
+
+}  // namespace
+}  // namespace rolis
