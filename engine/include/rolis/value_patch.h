@@ -33,6 +33,9 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
 // none cut short). Says nothing of the value it applies to.
 bool PatchWellFormed(std::string_view patch);
 
+// Every run of a well-formed patch ends within `len` bytes.
+bool PatchFits(std::string_view patch, size_t len);
+
 // Applies a well-formed patch to `value` (`len` bytes) in place; false,
 // with `value` unchanged, if a run ends past `len`.
 bool ApplyPatch(std::string_view patch, char* value, size_t len);

@@ -91,21 +91,19 @@ Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Repli
       return Status::OK();
     }
     if (write.is_patch) {
-      // The new value is the previous one with the patch's runs: only if
-      // this record holds the value the patch was made against.
-      const std::string_view base((w & tid::kAbsent) ? nullptr : r->ValuePtrLocked(),
-                                  (w & tid::kAbsent) ? 0 : r->vlen);
-      patch_value_.assign(base);
-      if ((w & tid::kAbsent) || ValueHash(base) != write.base_hash ||
-          !ApplyPatch(write.value, patch_value_.data(), patch_value_.size())) {
+      // The new value is the previous one with the patch's runs (written in
+      // place by the install): only if this record holds the value the
+      // patch was made against.
+      if ((w & tid::kAbsent) || !PatchFits(write.value, r->vlen) ||
+          ValueHash(std::string_view(r->ValuePtrLocked(), r->vlen)) != write.base_hash) {
         if (created) QueueAbsentLocked(t, r);
         UnlockRecord(r, w);
         return Status::FailedPrecondition("a replicated patch of table " + std::to_string(write.table) +
                                           " does not apply: the record does not hold the value it was made "
                                           "against (this member's store diverged; it needs a state transfer)");
       }
-      value = patch_value_.data();
-      vlen = static_cast<uint32_t>(patch_value_.size());
+      value = nullptr;
+      vlen = r->vlen;
     }
     // What the install unlinks is stamped with the epoch now (as a commit
     // does); the version keeps the group's stamp unless a local commit wrote
@@ -118,7 +116,7 @@ Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Repli
       St(r->flags, r->flags & ~kFlagReplTombstone);
     }
     InstallAndUnlock(this, t, r, write.is_delete, value, vlen, rw.order_ts, epoch, rw.order_epoch, min_snap,
-                     std::max(now, epoch), keep_old);
+                     std::max(now, epoch), keep_old, write.is_patch ? &write.value : nullptr);
     return Status::OK();
   }
 }

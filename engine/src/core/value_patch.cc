@@ -29,28 +29,29 @@ constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
 }  // namespace
 
 uint64_t ValueHash(std::string_view value) {
-  // Two multiply-mix lanes over 8-byte words, then the tail and the length.
+  // Four multiply-mix lanes over 8-byte words (independent chains: a
+  // 320-byte row in ~60 cycles), then the odd words, the tail and the length.
   constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t a = 0x243F6A8885A308D3ull, b = 0x13198A2E03707344ull;
+  uint64_t h[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull, 0x082EFA98EC4E6C89ull};
   const char* p = value.data();
   size_t n = value.size();
-  for (; n >= 16; p += 16, n -= 16) {
-    a = (a ^ Load64(p)) * kMul;
-    b = (b ^ Load64(p + 8)) * kMul;
-    a ^= a >> 29;
-    b ^= b >> 31;
+  for (; n >= 32; p += 32, n -= 32) {
+    for (int l = 0; l < 4; ++l) {
+      h[l] = (h[l] ^ Load64(p + 8 * l)) * kMul;
+      h[l] ^= h[l] >> 29;
+    }
   }
-  if (n >= 8) {
-    a = (a ^ Load64(p)) * kMul;
-    a ^= a >> 29;
-    p += 8;
-    n -= 8;
+  for (int l = 0; n >= 8; p += 8, n -= 8, ++l) {
+    h[l] = (h[l] ^ Load64(p)) * kMul;
+    h[l] ^= h[l] >> 29;
   }
   uint64_t tail = 0;
   std::memcpy(&tail, p, n);  // n < 8
-  a = (a ^ tail ^ (value.size() << 1)) * kMul;
-  uint64_t h = (a ^ (b * kMul)) * kMul;
-  return h ^ (h >> 32);
+  uint64_t a = (h[0] ^ tail ^ (value.size() << 1)) * kMul;
+  a = (a ^ (h[1] * kMul)) * kMul;
+  a = (a ^ (h[2] * kMul) ^ (h[3] >> 7)) * kMul;
+  a = (a ^ h[3]) * kMul;
+  return a ^ (a >> 32);
 }
 
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
@@ -103,13 +104,18 @@ bool PatchWellFormed(std::string_view patch) {
   return true;
 }
 
-bool ApplyPatch(std::string_view patch, char* value, size_t len) {
-  // Checked first, so that a patch that does not fit changes nothing.
+bool PatchFits(std::string_view patch, size_t len) {
   for (size_t at = 0; at < patch.size();) {
     const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
     if (off + n > len) return false;
     at += kRunHeader + n;
   }
+  return true;
+}
+
+bool ApplyPatch(std::string_view patch, char* value, size_t len) {
+  // Checked first, so that a patch that does not fit changes nothing.
+  if (!PatchFits(patch, len)) return false;
   for (size_t at = 0; at < patch.size();) {
     const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
     std::memcpy(value + off, patch.data() + at + kRunHeader, n);

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "txn_impl.h"
+#include "rolis/value_patch.h"
 #include "worker_impl.h"
 
 namespace rolis::core {
@@ -45,7 +46,7 @@ void TrimChain(WorkerImpl* w, Record* r, uint64_t min_snap, uint64_t retire_epoc
 
 void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
                       uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch,
-                      bool keep_old) {
+                      bool keep_old, const std::string_view* patch) {
   const uint64_t old = r->word.load(std::memory_order_relaxed);
   const bool old_absent = (old & tid::kAbsent) != 0;
   Version* chain = r->chain.load(std::memory_order_relaxed);
@@ -70,7 +71,11 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
       __atomic_store_n(reinterpret_cast<char**>(r->inline_value()), dst, __ATOMIC_RELAXED);
       __atomic_store_n(&r->flags, static_cast<uint16_t>(r->flags | kFlagHeapValue), __ATOMIC_RELEASE);
     }
-    if (len) std::memcpy(dst, val, len);
+    if (patch) {
+      ApplyPatch(*patch, dst, len);  // fits: the caller checked
+    } else if (len) {
+      std::memcpy(dst, val, len);
+    }
     St(r->vlen, len);
   } else {
     St(r->vlen, 0u);

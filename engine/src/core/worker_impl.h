@@ -66,7 +66,6 @@ class WorkerImpl final : public Worker {
   };
   std::vector<PatchRef> patch_refs_;
   std::string patch_buf_;
-  std::string patch_value_;  // replay: a patched value is built here
   std::deque<std::string> scan_bufs_;  // one per nesting level of Scan
   int scan_depth_ = 0;
 
@@ -144,10 +143,12 @@ inline void UnlockRecord(Record* r, uint64_t locked_word) {
 // after locking (as `epoch` is for a commit), while `epoch`, the version's
 // snapshot epoch, may be older (follower replay stamps a group with one).
 // `keep_old` false: no snapshot can need the old version (follower replay,
-// DatabaseImpl::ReplayMayDropOldVersions).
+// DatabaseImpl::ReplayMayDropOldVersions). `patch` (replay of a patch that
+// fits the record's value, of length `len`): its runs are written over the
+// value in place, and `val` is not read.
 void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
                       uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap, uint64_t retire_epoch,
-                      bool keep_old = true);
+                      bool keep_old = true, const std::string_view* patch = nullptr);
 inline void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const char* val, uint32_t len,
                              uint64_t ts, uint64_t epoch, uint64_t repl_epoch, uint64_t min_snap) {
   InstallAndUnlock(w, t, r, absent, val, len, ts, epoch, repl_epoch, min_snap, epoch);
