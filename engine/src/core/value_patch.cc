@@ -1,5 +1,7 @@
 #include "rolis/value_patch.h"
 
+#include <nmmintrin.h>
+
 #include <cstring>
 
 namespace rolis {
@@ -29,29 +31,30 @@ constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
 }  // namespace
 
 uint64_t ValueHash(std::string_view value) {
-  // Four multiply-mix lanes over 8-byte words (independent chains: a
-  // 320-byte row in ~60 cycles), then the odd words, the tail and the length.
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h[4] = {0x243F6A8885A308D3ull, 0x13198A2E03707344ull, 0xA4093822299F31D0ull, 0x082EFA98EC4E6C89ull};
+  // CRC-32C (SSE4.2) over the value's thirds in three independent chains
+  // (one instruction per 8 bytes, the chains overlap: a 320-byte row in ~20
+  // cycles, on the leader's commit path), then the rest and the length,
+  // mixed into 64 bits.
   const char* p = value.data();
   size_t n = value.size();
-  for (; n >= 32; p += 32, n -= 32) {
-    for (int l = 0; l < 4; ++l) {
-      h[l] = (h[l] ^ Load64(p + 8 * l)) * kMul;
-      h[l] ^= h[l] >> 29;
-    }
+  uint64_t c0 = 0x243F6A88, c1 = 0x85A308D3, c2 = 0x13198A2E;
+  const size_t lane = (n / 24) * 8;
+  for (size_t i = 0; i < lane; i += 8) {
+    c0 = _mm_crc32_u64(c0, Load64(p + i));
+    c1 = _mm_crc32_u64(c1, Load64(p + lane + i));
+    c2 = _mm_crc32_u64(c2, Load64(p + 2 * lane + i));
   }
-  for (int l = 0; n >= 8; p += 8, n -= 8, ++l) {
-    h[l] = (h[l] ^ Load64(p)) * kMul;
-    h[l] ^= h[l] >> 29;
-  }
+  p += 3 * lane;
+  n -= 3 * lane;
+  for (; n >= 8; p += 8, n -= 8) c0 = _mm_crc32_u64(c0, Load64(p));
   uint64_t tail = 0;
   std::memcpy(&tail, p, n);  // n < 8
-  uint64_t a = (h[0] ^ tail ^ (value.size() << 1)) * kMul;
-  a = (a ^ (h[1] * kMul)) * kMul;
-  a = (a ^ (h[2] * kMul) ^ (h[3] >> 7)) * kMul;
-  a = (a ^ h[3]) * kMul;
-  return a ^ (a >> 32);
+  c1 = _mm_crc32_u64(c1, tail);
+  c2 = _mm_crc32_u64(c2, value.size());
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = ((c0 << 32) | c1) * kMul;
+  h = (h ^ (h >> 29) ^ c2) * kMul;
+  return h ^ (h >> 32);
 }
 
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
@@ -65,6 +68,13 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
   size_t i = 0;
   const size_t words_end = n & ~size_t{7};
   while (i < words_end) {
+    // Most of a row is unchanged: skip 32 equal bytes at a time.
+    if (i + 32 <= words_end &&
+        ((Load64(b + i) ^ Load64(v + i)) | (Load64(b + i + 8) ^ Load64(v + i + 8)) |
+         (Load64(b + i + 16) ^ Load64(v + i + 16)) | (Load64(b + i + 24) ^ Load64(v + i + 24))) == 0) {
+      i += 32;
+      continue;
+    }
     if (Load64(b + i) == Load64(v + i)) {
       i += 8;
       continue;
