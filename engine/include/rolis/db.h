@@ -42,11 +42,12 @@ struct WriteRecord {
   std::string_view value;  // empty when is_delete; the runs when is_patch
   bool is_delete = false;
   // An update written as a patch (rolis/value_patch.h) against the record's
-  // previous value, whose ValueHash is base_hash. Only with
-  // Options::patch_updates; replay applies it to a value with that hash
-  // and refuses it otherwise.
+  // previous version, whose key is (this write's replication epoch,
+  // base_ts). Only with Options::patch_updates; replay applies it to a
+  // record whose newest version is at or above that key (and below the
+  // write's) and refuses it otherwise.
   bool is_patch = false;
-  uint64_t base_hash = 0;
+  uint64_t base_ts = 0;
 };
 
 // Receives every committed read-write transaction, on the committing worker's

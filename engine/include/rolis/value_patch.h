@@ -7,8 +7,9 @@
 // value (docs/replication.md, "Patches"). A patch is a sequence of runs
 //   [uint16 offset][uint16 length][length bytes]
 // with offsets increasing and runs not overlapping; it applies to a value
-// of the same length as the one it was made against, which it names by
-// ValueHash. Values longer than kMaxPatchedValue are never patched.
+// of the same length as the one it was made against (named by its version's
+// key in the log: WriteRecord::base_ts). Values longer than
+// kMaxPatchedValue are never patched.
 #pragma once
 
 #include <cstddef>
@@ -19,10 +20,6 @@
 namespace rolis {
 
 inline constexpr size_t kMaxPatchedValue = 65535;
-
-// A 64-bit hash of a value's bytes: a patch applies only to the value it
-// was made against.
-uint64_t ValueHash(std::string_view value);
 
 // Appends to *out the runs that turn `base` into `value` (of equal length,
 // at most kMaxPatchedValue) and returns true if they take at most

@@ -92,10 +92,15 @@ Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Repli
     }
     if (write.is_patch) {
       // The new value is the previous one with the patch's runs (written in
-      // place by the install): only if this record holds the value the
-      // patch was made against.
-      if ((w & tid::kAbsent) || !PatchFits(write.value, r->vlen) ||
-          ValueHash(std::string_view(r->ValuePtrLocked(), r->vlen)) != write.base_hash) {
+      // place by the install): only if this record holds the version the
+      // patch was made against. Its key is (this epoch, base_ts), the write
+      // is the next version of the key on the leader, and the record is
+      // below the write (checked above): a record at or above the base
+      // holds it, replayed as it was or installed by a state transfer under
+      // the snapshot's key (docs/replication.md, "Patches").
+      const bool below_base = r->repl_epoch < rw.order_epoch ||
+                              (r->repl_epoch == rw.order_epoch && r->ts < write.base_ts);
+      if ((w & tid::kAbsent) || below_base || !PatchFits(write.value, r->vlen)) {
         if (created) QueueAbsentLocked(t, r);
         UnlockRecord(r, w);
         return Status::FailedPrecondition("a replicated patch of table " + std::to_string(write.table) +

@@ -681,7 +681,7 @@ void TxnImpl::MakePatches(uint64_t repl_epoch) {
     const std::string_view base(r->ValuePtrLocked(), r->vlen);
     const size_t at = buf.size();
     if (!AppendPatch(base, std::string_view(e.val, e.len), e.len / 2, &buf)) continue;
-    refs[i] = {static_cast<uint32_t>(at), static_cast<uint32_t>(buf.size() - at), ValueHash(base)};
+    refs[i] = {static_cast<uint32_t>(at), static_cast<uint32_t>(buf.size() - at), r->ts};
   }
 }
 
@@ -701,7 +701,7 @@ void TxnImpl::CallHook(uint64_t ts) {
     if (patches && w_->patch_refs_[i].len > 0) {
       const auto& p = w_->patch_refs_[i];
       wr.is_patch = true;
-      wr.base_hash = p.base_hash;
+      wr.base_ts = p.base_ts;
       wr.value = std::string_view(w_->patch_buf_).substr(p.at, p.len);
     }
     hb.push_back(wr);

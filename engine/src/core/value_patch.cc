@@ -1,7 +1,5 @@
 #include "rolis/value_patch.h"
 
-#include <nmmintrin.h>
-
 #include <cstring>
 
 namespace rolis {
@@ -29,33 +27,6 @@ void PutRun(std::string* out, size_t at, const char* bytes, size_t len) {
 constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
 
 }  // namespace
-
-uint64_t ValueHash(std::string_view value) {
-  // CRC-32C (SSE4.2) over the value's thirds in three independent chains
-  // (one instruction per 8 bytes, the chains overlap: a 320-byte row in ~20
-  // cycles, on the leader's commit path), then the rest and the length,
-  // mixed into 64 bits.
-  const char* p = value.data();
-  size_t n = value.size();
-  uint64_t c0 = 0x243F6A88, c1 = 0x85A308D3, c2 = 0x13198A2E;
-  const size_t lane = (n / 24) * 8;
-  for (size_t i = 0; i < lane; i += 8) {
-    c0 = _mm_crc32_u64(c0, Load64(p + i));
-    c1 = _mm_crc32_u64(c1, Load64(p + lane + i));
-    c2 = _mm_crc32_u64(c2, Load64(p + 2 * lane + i));
-  }
-  p += 3 * lane;
-  n -= 3 * lane;
-  for (; n >= 8; p += 8, n -= 8) c0 = _mm_crc32_u64(c0, Load64(p));
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);  // n < 8
-  c1 = _mm_crc32_u64(c1, tail);
-  c2 = _mm_crc32_u64(c2, value.size());
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h = ((c0 << 32) | c1) * kMul;
-  h = (h ^ (h >> 29) ^ c2) * kMul;
-  return h ^ (h >> 32);
-}
 
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
   if (base.size() != value.size() || value.size() > kMaxPatchedValue) return false;

@@ -59,10 +59,11 @@ class WorkerImpl final : public Worker {
   // Scratch shared by this worker's transactions (used within one call).
   std::vector<WriteRecord> hook_buf_;
   // The commit's patches (Options::patch_updates): per write, where its
-  // runs sit in patch_buf_ (len 0: no patch) and the base value's hash.
+  // runs sit in patch_buf_ (len 0: no patch) and the ts of the version
+  // they were made against.
   struct PatchRef {
     uint32_t at = 0, len = 0;
-    uint64_t base_hash = 0;
+    uint64_t base_ts = 0;
   };
   std::vector<PatchRef> patch_refs_;
   std::string patch_buf_;

@@ -41,7 +41,7 @@ class Reader {
   size_t prefetched_ = 0;
 };
 
-// A write's flags byte; a patch's is followed by its base value's hash.
+// A write's flags byte; a patch's is followed by its base version's ts.
 constexpr uint8_t kFlagPut = 0, kFlagDelete = 1, kFlagPatch = 2;
 
 size_t EncodedSize(std::span<const WriteRecord> writes) {
@@ -70,7 +70,7 @@ void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes) {
     const uint32_t vlen = static_cast<uint32_t>(v.size());
     put(&w.table, sizeof w.table);
     put(&flags, 1);
-    if (w.is_patch) put(&w.base_hash, sizeof w.base_hash);
+    if (w.is_patch) put(&w.base_ts, sizeof w.base_ts);
     put(&klen, sizeof klen);
     put(w.key.data(), klen);
     put(&vlen, sizeof vlen);
@@ -124,7 +124,7 @@ Status Decode(std::string_view payload, uint32_t count, uint64_t last_ts, OnTxn&
       if (flags > kFlagPatch) return Status::InvalidArgument("batch payload: bad write flags");
       w.is_delete = flags == kFlagDelete;
       w.is_patch = flags == kFlagPatch;
-      if ((w.is_patch && !r.Get(&w.base_hash)) || !r.Get(&kl) || !r.Bytes(kl, &w.key) || !r.Get(&vl) ||
+      if ((w.is_patch && !r.Get(&w.base_ts)) || !r.Get(&kl) || !r.Bytes(kl, &w.key) || !r.Get(&vl) ||
           !r.Bytes(vl, &w.value)) {
         return Status::InvalidArgument("batch payload truncated (write)");
       }

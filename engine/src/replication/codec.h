@@ -1,7 +1,7 @@
 // Compact encoding of the transactions of a batch (Batch::payload), CRC32C
 // checked. Per transaction:
 //   u64 ts | u32 writes | per write: u32 table | u8 flags (0 = put,
-//   1 = delete, 2 = patch) | [patch: u64 base value hash] |
+//   1 = delete, 2 = patch) | [patch: u64 ts of the base version] |
 //   u32 key length | key | u32 value length | value (a patch: its runs,
 //   rolis/value_patch.h)
 // little endian. The leader appends on the commit path (no allocation once

@@ -48,7 +48,6 @@ TEST(ValuePatch, RunsRebuildTheValueAndRespectTheirBudget) {
     std::string rebuilt = base;
     ASSERT_TRUE(ApplyPatch(runs, rebuilt.data(), rebuilt.size()));
     EXPECT_EQ(rebuilt, value);
-    EXPECT_EQ(ValueHash(base) == ValueHash(value), base == value);
   }
   // Over budget, of another length, or too long: no patch, output untouched.
   const std::string a(64, 'a');
@@ -130,7 +129,7 @@ TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
   EXPECT_FALSE(last().is_patch) << "an insert";
   ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('a', 2)).ok());
   ASSERT_TRUE(last().is_patch) << "the worker's own write, 4 bytes changed";
-  EXPECT_EQ(last().base_hash, ValueHash(Row('a', 1)));
+  EXPECT_EQ(last().base_ts, hook.txns[hook.txns.size() - 2].ts) << "made against the version before it";
   EXPECT_LT(last().value.size(), 20u);
   ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('b', 3)).ok());
   EXPECT_FALSE(last().is_patch) << "more than half of the value changed";
@@ -234,16 +233,19 @@ TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
   }
 }
 
-TEST(PatchUpdates, ReplayRefusesAPatchAgainstAnotherValueAndChangesNothing) {
+TEST(PatchUpdates, ReplayAppliesAPatchOnlyToTheVersionItWasMadeAgainst) {
   auto db = testing::OpenDb();
   Table* t = testing::MakeTable(db.get(), "t");
   auto w = db->RegisterWorker();
   const std::string base = Row('a', 1);
   std::string patch;
   ASSERT_TRUE(AppendPatch(base, Row('a', 2), 60, &patch));
-  auto apply = [&](const std::string& key, uint64_t hash, uint64_t ts, std::string_view runs) {
-    WriteRecord wr{t->id(), key, runs, false, true, hash};
-    return db->ApplyReplicated(w.get(), wr, 1, ts);
+  auto put = [&](const std::string& key, const std::string& v, uint64_t epoch, uint64_t ts) {
+    return db->ApplyReplicated(w.get(), WriteRecord{t->id(), key, v}, epoch, ts);
+  };
+  auto apply = [&](const std::string& key, uint64_t epoch, uint64_t base_ts, uint64_t ts, std::string_view runs) {
+    WriteRecord wr{t->id(), key, runs, false, true, base_ts};
+    return db->ApplyReplicated(w.get(), wr, epoch, ts);
   };
   auto value_of = [&](const std::string& key) {
     testing::WaitForSnapshot(db.get(), w.get());
@@ -254,21 +256,29 @@ TEST(PatchUpdates, ReplayRefusesAPatchAgainstAnotherValueAndChangesNothing) {
     return s.ok() ? v : "<" + s.ToString() + ">";
   };
 
-  // No record at all, or one holding another value: refused, nothing changes.
-  EXPECT_EQ(apply("absent", ValueHash(base), 10, patch).code(), StatusCode::kFailedPrecondition);
+  // No record, or one below the base (the base never arrived): refused,
+  // nothing changes.
+  EXPECT_EQ(apply("absent", 2, 20, 21, patch).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(value_of("absent").substr(0, 1), "<");
-  ASSERT_TRUE(db->ApplyReplicated(w.get(), WriteRecord{t->id(), "k", Row('z', 9)}, 1, 10).ok());
-  EXPECT_EQ(apply("k", ValueHash(base), 11, patch).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(put("k", Row('z', 9), 2, 10).ok());
+  EXPECT_EQ(apply("k", 2, 20, 21, patch).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(value_of("k"), Row('z', 9));
+  ASSERT_TRUE(put("old", base, 1, 500).ok());
+  EXPECT_EQ(apply("old", 2, 20, 21, patch).code(), StatusCode::kFailedPrecondition) << "an earlier epoch is below";
   // A malformed patch is refused before anything is looked up.
-  EXPECT_EQ(apply("k", ValueHash(Row('z', 9)), 12, "\x01\x00").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(apply("k", 2, 10, 22, "\x01\x00").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(value_of("k"), Row('z', 9));
-  // Against the value it was made for, it applies; an older one is skipped.
-  ASSERT_TRUE(db->ApplyReplicated(w.get(), WriteRecord{t->id(), "k", base}, 1, 13).ok());
-  EXPECT_TRUE(apply("k", ValueHash(base), 14, patch).ok());
+  // On its base, it applies; an older patch is skipped (last writer wins).
+  ASSERT_TRUE(put("k", base, 2, 20).ok());
+  EXPECT_TRUE(apply("k", 2, 20, 21, patch).ok());
   EXPECT_EQ(value_of("k"), Row('a', 2));
-  EXPECT_TRUE(apply("k", 0, 5, patch).ok()) << "older than the record: last writer wins, nothing to check";
+  EXPECT_TRUE(apply("k", 2, 3, 5, patch).ok());
   EXPECT_EQ(value_of("k"), Row('a', 2));
+  // A state transfer installs the base under the snapshot's key, above the
+  // base's own and below the patch: it applies there too.
+  ASSERT_TRUE(put("s", base, 2, 30).ok());
+  EXPECT_TRUE(apply("s", 2, 25, 31, patch).ok());
+  EXPECT_EQ(value_of("s"), Row('a', 2));
 }
 
 }  // namespace

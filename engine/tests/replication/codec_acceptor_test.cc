@@ -52,7 +52,7 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
 }
 
-// A patch (rolis/value_patch.h) travels with its base value's hash; a
+// A patch (rolis/value_patch.h) travels with its base version's ts; a
 // payload whose patch runs are cut short or overlap is refused on receipt.
 TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   const std::string base(64, 'a');
@@ -60,7 +60,7 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   changed[9] = 'b';
   std::string runs;
   ASSERT_TRUE(AppendPatch(base, changed, 32, &runs));
-  WriteRecord w[] = {{3, "row", runs, false, true, ValueHash(base)}, {3, "other", "full", false}};
+  WriteRecord w[] = {{3, "row", runs, false, true, 41}, {3, "other", "full", false}};
   std::string p;
   AppendTxn(&p, 5, w);
   std::vector<DecodedTxn> out;
@@ -69,7 +69,7 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   const WriteRecord& got = out[0].writes[0];
   EXPECT_TRUE(got.is_patch);
   EXPECT_FALSE(got.is_delete);
-  EXPECT_EQ(got.base_hash, ValueHash(base));
+  EXPECT_EQ(got.base_ts, 41u);
   EXPECT_EQ(got.value, runs);
   EXPECT_FALSE(out[0].writes[1].is_patch);
   for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeTxns(p.substr(0, n), 1, 5, &out).ok()) << n;
