@@ -33,11 +33,26 @@ class FutureWaiter final : public WatermarkWaiter {
   std::promise<bool> p_;
 };
 
+// The member's commit hook: counts the writes that go as patches, then
+// hands the transaction to the replica.
+class PatchCountingHook final : public CommitHook {
+ public:
+  void OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) override {
+    for (const WriteRecord& w : writes) {
+      if (w.is_patch) patches.fetch_add(1, std::memory_order_relaxed);
+    }
+    next->OnCommit(worker, ts, writes);
+  }
+  CommitHook* next = nullptr;
+  std::atomic<uint64_t> patches{0};
+};
+
 struct Member {
   uint32_t id = 0;
   uint64_t before = 0, after = 0;
   std::unique_ptr<Transport> transport;
   std::unique_ptr<Replica> replica;
+  std::unique_ptr<PatchCountingHook> hook = std::make_unique<PatchCountingHook>();
   std::unique_ptr<Database> db;
   std::vector<std::unique_ptr<std::mutex>> mu;
   std::vector<std::unique_ptr<Worker>> workers;
@@ -120,7 +135,9 @@ class Cluster {
     p->transport = net_.Connect(id);
     p->replica = std::make_unique<Replica>(ro, p->transport.get(), clock);
     Options opts;
-    opts.commit_hook = p->replica.get();
+    p->hook->next = p->replica.get();
+    opts.commit_hook = p->hook.get();
+    opts.patch_updates = true;  // as rolisd's replicated members
     opts.epoch_period_ms = 5;
     p->before = MonotonicNanos();
     p->db = Database::Open(opts);
