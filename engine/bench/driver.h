@@ -82,6 +82,9 @@ struct RunResult {
   LogLinearHistogram ack_latency;
   uint64_t unacked = 0;    // committed, but not acknowledged within 10 s of the window's end
   uint64_t unsampled = 0;  // committed, not in ack_latency (its worker's queue to the observer was full)
+  // Replicated mode: time the workers waited for room in their stream's
+  // ring of batches (flow control), warmup and window together.
+  double flow_control_wait_ms = 0;
 
   double throughput() const { return measured_seconds > 0 ? commits / measured_seconds : 0; }
   // Throughput had every worker had a CPU to itself for the whole window:

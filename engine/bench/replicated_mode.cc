@@ -337,6 +337,7 @@ Status Replicated::Finish(RunResult* result) {
   result->ack_latency.Merge(latency_);
   result->unacked = never_acked_;
   for (auto& p : per_) result->unsampled += p->unsampled;
+  result->flow_control_wait_ms = static_cast<double>(repl_->flow_control_wait_nanos()) / 1e6;
   Status s = followers_.CheckAlive();
   if (!s.ok()) return s;
   if (repl_->role() != server::Role::kLeader) {

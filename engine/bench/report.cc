@@ -105,6 +105,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
     field("unacked_txns", Num(r.unacked));
     field("unsampled_txns", Num(r.unsampled));
     field("patch_updates", info.mode.patch_updates ? "true" : "false");
+    field("flow_control_wait_ms", Num(r.flow_control_wait_ms));
   }
   // Open loop (--rate): the target rate (0: closed loop, as fast as it goes)
   // and how far behind its schedule a thread fell at most.

@@ -399,14 +399,24 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
   std::shared_ptr<Batch> p = std::move(b);
   // Flow control: at most max_inflight batches wait in the ring; the worker
   // waits for room (it holds its worker, so its next transaction waits too).
-  while (!s.ring.TryPush(std::move(p))) {
-    if (!wait || s.leading.load(std::memory_order_acquire) != epoch || stop_.load()) {
-      // Stopped leading: these commits will never be acknowledged.
-      s.orphan.store(true, std::memory_order_relaxed);
-      return;
-    }
-    WakeLoop();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  if (!s.ring.TryPush(std::move(p))) {
+    const auto waited_from = SteadyClock::now();
+    auto count_wait = [&] {
+      flow_wait_nanos_.fetch_add(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - waited_from).count(),
+          std::memory_order_relaxed);
+    };
+    do {
+      if (!wait || s.leading.load(std::memory_order_acquire) != epoch || stop_.load()) {
+        // Stopped leading: these commits will never be acknowledged.
+        s.orphan.store(true, std::memory_order_relaxed);
+        count_wait();
+        return;
+      }
+      WakeLoop();
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } while (!s.ring.TryPush(std::move(p)));
+    count_wait();
   }
   // A loop that ticks fast (some commit waits for G) takes the batch at its
   // next tick; waking it for every batch cost the worker a futex wake each

@@ -165,6 +165,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // this epoch installed so far is at or below it).
   uint64_t ReadFence() const { return clock_.ceiling(); }
   ReplicaStatus GetStatus() const;
+  // Time the workers spent waiting for room in their stream's ring of
+  // closed batches (flow control: a majority falling behind), in total.
+  uint64_t flow_control_wait_nanos() const { return flow_wait_nanos_.load(std::memory_order_relaxed); }
   // When this member last took an accept from an open leader (or started).
   SteadyClock::time_point last_leader_contact() const {
     return SteadyClock::time_point(SteadyClock::duration(last_contact_.load(std::memory_order_relaxed)));
@@ -312,6 +315,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::atomic<bool> dirty_{false};    // local commits a failover discarded (or unreplicated)
   std::atomic<bool> needs_transfer_{false};
   std::atomic<uint64_t> state_transfers_{0};
+  std::atomic<uint64_t> flow_wait_nanos_{0};  // workers waiting for room in their ring
 
   // Member state (mu_: a leaf lock). Lock order: op_mu_, lmu_, rmu_, then one leaf.
   mutable std::mutex mu_;

@@ -204,6 +204,13 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   }
   out.push_back(std::move(streams));
 
+  auto flow = Family("rolis_replication_flow_control_wait_seconds_total",
+                     "Time the workers waited for the replication log to take their batches (a majority falling "
+                     "behind: flow control).",
+                     MetricType::Counter);
+  flow.metric.push_back(Counter(static_cast<double>(g.flow_control_wait_nanos) / 1e9));
+  out.push_back(std::move(flow));
+
   auto workers = Family("rolis_worker_threads", "Engine workers (= replication streams).", MetricType::Gauge);
   workers.metric.push_back(Gauge(g.worker_threads));
   out.push_back(std::move(workers));

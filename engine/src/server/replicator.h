@@ -78,6 +78,9 @@ class Replicator : public CommitHook {
   // For the metrics: G's ts and each stream's c[t] ts.
   virtual uint64_t watermark_ts() const { return 0; }
   virtual std::vector<uint64_t> stream_committed_ts() const { return {}; }
+  // Total time the workers waited for the replication log to take their
+  // batches (flow control); 0 when nothing replicates.
+  virtual uint64_t flow_control_wait_nanos() const { return 0; }
 
   // Role, epoch, watermark, streams, members, decided record, leader.
   virtual void FillStatus(v1::StatusResponse* out) const = 0;

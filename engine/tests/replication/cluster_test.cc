@@ -45,6 +45,35 @@ TEST(Cluster, PartitionedLeaderAcknowledgesNothingUntilAMajorityAccepts) {
   EXPECT_EQ(c.Put(1, 0, "after", "1"), Cluster::Ack::kAcked);
 }
 
+// Flow control: with the leader cut off, its stream's ring of closed
+// batches fills and the worker waits; the wait is counted (rolisd exports
+// it as rolis_replication_flow_control_wait_seconds_total).
+TEST(Cluster, AWorkerBlockedByFlowControlIsCounted) {
+  ClusterOptions o;
+  o.batch_size = 1;
+  o.max_inflight = 2;
+  Cluster c(o);
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_EQ(c.Put(1, 0, "before", "1"), Cluster::Ack::kAcked);
+  const uint64_t before = c.r(1).flow_control_wait_nanos();
+  c.net().Partition({1});
+  std::atomic<int> committed{0};
+  std::thread writer([&] {
+    Table* table = c.m(1).table;
+    for (int i = 0; i < 5000 && committed.load() < 5000; i++) {
+      if (c.Run(1, 0, [&](Transaction* x) { return x->Put(table, "k" + std::to_string(i), "v"); }) != 0) {
+        committed.fetch_add(1);
+      }
+    }
+  });
+  std::this_thread::sleep_for(400ms);
+  const int during = committed.load();
+  c.net().Heal();
+  writer.join();
+  EXPECT_LT(during, 5000) << "the worker never waited while no majority took its batches";
+  EXPECT_GE(c.r(1).flow_control_wait_nanos() - before, uint64_t{100'000'000}) << c.Describe();
+}
+
 TEST(Cluster, FollowersNeverReplayPastTheLeadersWatermark) {
   Cluster c({});
   ASSERT_TRUE(c.Failover(1).ok());
