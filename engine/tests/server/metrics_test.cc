@@ -43,6 +43,7 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
     g.epoch = 1;
     g.watermark_ts = 42;
     g.stream_committed_ts = {40, 42};
+    g.flow_control_wait_nanos = 1'500'000'000;
     g.open_txns = 3;
     g.memory_bytes = 1 << 20;
     return g;
@@ -64,6 +65,8 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
            "rolis_requests_total{code=\"OK\",method=\"Execute\"} 0", "rolis_inflight_txns 0", "rolis_open_txns 3",
            "rolis_memory_bytes 1048576", "rolis_role{role=\"standalone\"} 1", "rolis_role{role=\"leader\"} 0",
            "rolis_epoch 1", "rolis_watermark_ts 42", "rolis_stream_committed_ts{stream=\"1\"} 42",
+           "# TYPE rolis_replication_flow_control_wait_seconds_total counter",
+           "rolis_replication_flow_control_wait_seconds_total 1.5",
            "rolis_build_info{version=\"1.2.3\"} 1", "process_start_time_seconds"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
