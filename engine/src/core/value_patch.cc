@@ -18,13 +18,13 @@ uint16_t Load16(const char* p) {
   return v;
 }
 
+constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
+
 void PutRun(std::string* out, size_t at, const char* bytes, size_t len) {
   const uint16_t h[2] = {static_cast<uint16_t>(at), static_cast<uint16_t>(len)};
   out->append(reinterpret_cast<const char*>(h), sizeof h);  // x86-64: little endian
   out->append(bytes, len);
 }
-
-constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
 
 }  // namespace
 
@@ -34,6 +34,16 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
   const size_t n = value.size();
   const char* b = base.data();
   const char* v = value.data();
+  // Appends the run [at, at + len) of the new value, unless the patch would
+  // then exceed its budget (the output is then cut back to where it was).
+  auto put_run = [&](size_t at, size_t len) {
+    if (out->size() - start + kRunHeader + len > max_bytes) {
+      out->resize(start);
+      return false;
+    }
+    PutRun(out, at, v + at, len);
+    return true;
+  };
   // Runs of differing 8-byte words (merging across an equal word would
   // cost 8 bytes to save a 4-byte header), then the tail bytes as one run.
   size_t i = 0;
@@ -52,19 +62,11 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
     }
     size_t j = i + 8;
     while (j < words_end && Load64(b + j) != Load64(v + j)) j += 8;
-    if (out->size() - start + kRunHeader + (j - i) > max_bytes) {
-      out->resize(start);
-      return false;
-    }
-    PutRun(out, i, v + i, j - i);
+    if (!put_run(i, j - i)) return false;
     i = j;
   }
   if (words_end < n && std::memcmp(b + words_end, v + words_end, n - words_end) != 0) {
-    if (out->size() - start + kRunHeader + (n - words_end) > max_bytes) {
-      out->resize(start);
-      return false;
-    }
-    PutRun(out, words_end, v + words_end, n - words_end);
+    return put_run(words_end, n - words_end);
   }
   return true;
 }

@@ -1059,13 +1059,18 @@ void Replica::OnNewRecord(const DecidedPtr& d) {
   }
   if (dirty_now) dirty_.store(true);
   if (dirty_.load()) {
-    needs_transfer_.store(true);
-    if (role_.load() != Role::kLeader) role_.store(Role::kCatchingUp);
-    catch_cv_.notify_all();
+    StartStateTransfer();
   } else if (role_.load() == Role::kCatchingUp && voting_.load() && !needs_transfer_.load()) {
     role_.store(Role::kFollower);
   }
   if (d->leader_id != opts_.id) LearnLeader(d->record.epoch, d->leader_id, "");
+}
+
+void Replica::StartStateTransfer() {
+  dirty_.store(true);
+  needs_transfer_.store(true);
+  if (role_.load() != Role::kLeader) role_.store(Role::kCatchingUp);
+  catch_cv_.notify_all();
 }
 
 // ---------------------------------------------------------------------------
@@ -1216,10 +1221,7 @@ bool Replica::ReplayOnce() {
     // Its store no longer follows the log: it must not serve, vote for
     // itself or send snapshots until a state transfer replaces it.
     std::fprintf(stderr, "rolis-repl %u: replay found the store diverged from the log: state transfer\n", opts_.id);
-    dirty_.store(true);
-    needs_transfer_.store(true);
-    if (role_.load() != Role::kLeader) role_.store(Role::kCatchingUp);
-    catch_cv_.notify_all();
+    StartStateTransfer();
   }
   return progress;
 }

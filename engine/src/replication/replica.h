@@ -271,6 +271,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void LeaveCandidateRole();
   void LearnRecord(const DecidedPtr& d);
   void OnNewRecord(const DecidedPtr& d);
+  // The store does not follow the log: stop serving and voting for itself,
+  // and catch up by state transfer.
+  void StartStateTransfer();
   DecidedPtr Latest() const { return control_.latest(); }
 
   // Catch-up.
