@@ -11,6 +11,10 @@ namespace rolis::replication {
 
 namespace {
 
+// How often the built-in election looks at the time since the leader's last
+// contact: its granularity, added to the failover gap at most once.
+constexpr int kElectionCheckMillis = 10;
+
 grpc::Status ToGrpc(const Status& s) {
   if (s.ok()) return grpc::Status::OK;
   const std::string& m = s.message();
@@ -352,27 +356,28 @@ grpc::Status PaxosReplicator::ChangeMembership(const v1::ChangeMembershipRequest
 
 void PaxosReplicator::ElectionLoop() {
   std::mt19937_64 rng(o_.config.id * 1000003ull ^ MonotonicNanos());
-  auto timeout = [&] {
-    auto base = o_.election_timeout;
-    return base + std::chrono::milliseconds(rng() % (base.count() + 1));
+  // The random part is drawn once per wait, not at every check: taking the
+  // latest of many draws while the leader is alive pushed every member's
+  // deadline to the end of the range, so members started together and split
+  // the vote (the failover gap's p50 was the whole range, its tail two).
+  auto draw_jitter = [&] {
+    return std::chrono::milliseconds(rng() % (o_.election_timeout.count() + 1));
   };
-  auto deadline = SteadyClock::now() + timeout();
+  auto jitter = draw_jitter();
+  auto deadline = SteadyClock::now() + o_.election_timeout + jitter;
   while (!stop_.load()) {
     {
       std::unique_lock<std::mutex> lk(stop_mu_);
-      stop_cv_.wait_for(lk, std::chrono::milliseconds(50), [&] { return stop_.load(); });
+      stop_cv_.wait_for(lk, std::chrono::milliseconds(kElectionCheckMillis), [&] { return stop_.load(); });
     }
     if (stop_.load()) return;
     Role r = replica_->role();
     auto last = replica_->last_leader_contact();
     if (r == Role::kLeader || r == Role::kCatchingUp) {
-      deadline = SteadyClock::now() + timeout();
+      deadline = SteadyClock::now() + o_.election_timeout + jitter;
       continue;
     }
-    if (last + o_.election_timeout > SteadyClock::now()) {
-      deadline = std::max(deadline, last + timeout());
-      continue;
-    }
+    deadline = std::max(deadline, last + o_.election_timeout + jitter);
     if (SteadyClock::now() < deadline) continue;
     grpc::Status s = RunElection();
     if (s.ok()) {
@@ -380,7 +385,8 @@ void PaxosReplicator::ElectionLoop() {
     } else {
       spdlog::info("election: {} ({})", s.error_message(), static_cast<int>(s.error_code()));
     }
-    deadline = SteadyClock::now() + timeout();
+    jitter = draw_jitter();
+    deadline = SteadyClock::now() + o_.election_timeout + jitter;
   }
 }
 

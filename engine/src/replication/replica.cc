@@ -1354,6 +1354,9 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
       leading = lmode_ != LMode::kIdle && lepoch_ < m.epoch;
     }
     if (leading) StepDown(m.epoch, "promised a candidate of a newer epoch");
+    // A candidate is running: the built-in election gives it a timeout to
+    // finish before running its own (two candidates split the vote).
+    last_contact_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
     std::lock_guard<std::mutex> g(mu_);
     if (pending_ && pending_->epoch < m.epoch) {
       pending_.reset();

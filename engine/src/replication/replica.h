@@ -168,7 +168,8 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // Time the workers spent waiting for room in their stream's ring of
   // closed batches (flow control: a majority falling behind), in total.
   uint64_t flow_control_wait_nanos() const { return flow_wait_nanos_.load(std::memory_order_relaxed); }
-  // When this member last took an accept from an open leader (or started).
+  // When this member last took an accept from an open leader, or promised
+  // another candidate a newer epoch (or started).
   SteadyClock::time_point last_leader_contact() const {
     return SteadyClock::time_point(SteadyClock::duration(last_contact_.load(std::memory_order_relaxed)));
   }
