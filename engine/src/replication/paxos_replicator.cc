@@ -3,8 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <random>
 
+#include "election_timer.h"
 #include "wire.h"
 
 namespace rolis::replication {
@@ -351,20 +351,12 @@ grpc::Status PaxosReplicator::ChangeMembership(const v1::ChangeMembershipRequest
 // ---------------------------------------------------------------------------
 // Built-in election (--election=builtin): without the operator or rolisctl,
 // a member that has heard nothing from an open leader for the election
-// timeout (plus a random part, so that members rarely start together) runs
+// timeout (plus a random part, so that members rarely start together:
+// ElectionTimer) runs
 // the failover itself: the same PrepareFailover / DecideEpoch / OpenEpoch.
 
 void PaxosReplicator::ElectionLoop() {
-  std::mt19937_64 rng(o_.config.id * 1000003ull ^ MonotonicNanos());
-  // The random part is drawn once per wait, not at every check: taking the
-  // latest of many draws while the leader is alive pushed every member's
-  // deadline to the end of the range, so members started together and split
-  // the vote (the failover gap's p50 was the whole range, its tail two).
-  auto draw_jitter = [&] {
-    return std::chrono::milliseconds(rng() % (o_.election_timeout.count() + 1));
-  };
-  auto jitter = draw_jitter();
-  auto deadline = SteadyClock::now() + o_.election_timeout + jitter;
+  ElectionTimer timer(o_.election_timeout, o_.config.id * 1000003ull ^ MonotonicNanos(), SteadyClock::now());
   while (!stop_.load()) {
     {
       std::unique_lock<std::mutex> lk(stop_mu_);
@@ -372,21 +364,15 @@ void PaxosReplicator::ElectionLoop() {
     }
     if (stop_.load()) return;
     Role r = replica_->role();
-    auto last = replica_->last_leader_contact();
-    if (r == Role::kLeader || r == Role::kCatchingUp) {
-      deadline = SteadyClock::now() + o_.election_timeout + jitter;
-      continue;
-    }
-    deadline = std::max(deadline, last + o_.election_timeout + jitter);
-    if (SteadyClock::now() < deadline) continue;
+    bool exempt = r == Role::kLeader || r == Role::kCatchingUp;
+    if (!timer.Due(SteadyClock::now(), replica_->last_leader_contact(), exempt)) continue;
     grpc::Status s = RunElection();
     if (s.ok()) {
       spdlog::info("election: this member leads epoch {}", replica_->epoch());
     } else {
       spdlog::info("election: {} ({})", s.error_message(), static_cast<int>(s.error_code()));
     }
-    jitter = draw_jitter();
-    deadline = SteadyClock::now() + o_.election_timeout + jitter;
+    timer.Restart(SteadyClock::now());
   }
 }
 
