@@ -46,16 +46,17 @@ print("ratio: CPU-normalized throughput (commits per worker CPU-second) against 
 if rated:
     print()
     print("open loop at a share of each batch size's peak (latency from the due time):")
-    print("%-8s %10s %10s %10s %9s %9s %9s %10s %10s" % ("batch", "peak_tps", "rate_tps", "tps", "p50_us", "p95_us",
-                                                        "p99_us", "eng_p99_us", "max_lag_us"))
+    print("%-8s %10s %10s %10s %9s %9s %9s %10s %10s %9s" % ("batch", "peak_tps", "rate_tps", "tps", "p50_us", "p95_us",
+                                                             "p99_us", "eng_p99_us", "max_lag_us", "steal_ms"))
     for r in rated:
         peak = next(p for p in peaks if p["batch_size"] == r["batch_size"])
-        print("%-8d %10.0f %10.0f %10.0f %9.1f %9.1f %9.1f %10.1f %10.0f" % (r["batch_size"], peak["throughput_tps"],
+        print("%-8d %10.0f %10.0f %10.0f %9.1f %9.1f %9.1f %10.1f %10.0f %9.0f" % (r["batch_size"], peak["throughput_tps"],
               r["rate_tps"], r["throughput_tps"], r["p50_us"], r["p95_us"], r["p99_us"], r["engine_p99_us"],
-              r["max_lag_us"]))
+              r["max_lag_us"], r.get("steal_ms", -1)))
     print("eng_p99_us: the engine's own p99 from the due time (before replication): the worker's queueing")
+    print("steal_ms: time the hypervisor took from the worker's CPU in the window")
 keys = ("batch_size", "batch_timeout_us", "throughput_tps", "cpu_normalized_tps", "p50_us", "p95_us", "p99_us",
-        "unacked_txns", "rate_tps", "max_lag_us", "engine_p99_us")
+        "unacked_txns", "rate_tps", "max_lag_us", "engine_p99_us", "steal_ms")
 print(json.dumps({"benchmark": "batch_sweep", "workload": base["workload"], "threads": base["threads"],
                   "unreplicated_tps": base["throughput_tps"], "unreplicated_cpu_normalized_tps": base["cpu_normalized_tps"],
                   "rows": [{k: r[k] for k in keys} for r in peaks],

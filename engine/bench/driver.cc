@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cycle_clock.h"
+#include "steal_time.h"
 
 namespace rolis::bench {
 namespace {
@@ -179,6 +180,11 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   }
   while (ready.load() < threads) std::this_thread::sleep_for(std::chrono::microseconds(100));
 
+  // The CPUs the workers run on (all allowed ones when they are not pinned).
+  std::vector<int> worker_cpus = cpus;
+  if (options.pin_threads && cpus.size() > threads) worker_cpus.resize(threads);
+  double stolen_at_begin = StolenMillis(worker_cpus);
+
   using Seconds = std::chrono::duration<double>;
   first_due.store(CycleNow());
   go.store(true, std::memory_order_release);
@@ -187,6 +193,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
     if (phase.load() == kWarmup) {
       std::this_thread::sleep_for(Seconds(options.warmup_seconds));
       begin = ClockPoint::Now();
+      stolen_at_begin = StolenMillis(worker_cpus);
       int expected = kWarmup;
       phase.compare_exchange_strong(expected, kMeasure);
     }
@@ -198,6 +205,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
     phase.compare_exchange_strong(expected, kStop);
   }
   const ClockPoint stop_point = ClockPoint::Now();
+  const double stolen_at_end = StolenMillis(worker_cpus);
   for (auto& th : pool) th.join();
   const ClockPoint end = fixed_work ? ClockPoint::Now() : stop_point;
 
@@ -208,6 +216,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   r.types.resize(type_names.size());
   r.pinned = options.pin_threads && !cpus.empty();
   r.rate_tps = options.rate_tps;
+  if (stolen_at_begin >= 0 && stolen_at_end >= 0) r.steal_ms = stolen_at_end - stolen_at_begin;
   Status first_error;
   for (size_t i = 0; i < type_names.size(); ++i) r.types[i].name = std::string(type_names[i]);
   for (PerThread& me : per) {

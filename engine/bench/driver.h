@@ -75,6 +75,9 @@ struct RunResult {
   double worker_cpu_seconds = 0;
   double rate_tps = 0;        // DriverOptions::rate_tps (0: closed loop)
   double max_lag_micros = 0;  // open loop: the furthest a thread fell behind the schedule
+  // Time the hypervisor took from the workers' CPUs during the measured
+  // window (steal_time.h); -1 where /proc/stat cannot be read.
+  double steal_ms = -1;
   // Replicated mode: per committed read-write transaction of the measured
   // window, ticks from its first Begin to when the commit watermark passed
   // its commit ts (when a server would acknowledge it).

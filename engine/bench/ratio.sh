@@ -26,10 +26,13 @@ def med(rs, k): return statistics.median(r[k] for r in rs)
 w = rows[0]["workload"]
 t1, t3 = med(by[1], "throughput_tps"), med(by[3], "throughput_tps")
 c1, c3 = med(by[1], "cpu_normalized_tps"), med(by[3], "cpu_normalized_tps")
-print("%-8s %9s %14s %18s %9s %9s %9s" % ("replicas", "runs", "median_tps", "median_cpu_norm", "p50_us", "p95_us", "p99_us"))
+# steal_ms: what the hypervisor took from the workers' CPUs (max over runs).
+def steal(rs): return max(r.get("steal_ms", -1) for r in rs)
+print("%-8s %9s %14s %18s %9s %9s %9s %9s" % ("replicas", "runs", "median_tps", "median_cpu_norm", "p50_us", "p95_us", "p99_us",
+                                             "steal_ms"))
 for r, rs in sorted(by.items()):
-    print("%-8d %9d %14.0f %18.0f %9.1f %9.1f %9.1f" % (r, len(rs), med(rs, "throughput_tps"), med(rs, "cpu_normalized_tps"),
-          med(rs, "p50_us"), med(rs, "p95_us"), med(rs, "p99_us")))
+    print("%-8d %9d %14.0f %18.0f %9.1f %9.1f %9.1f %9.0f" % (r, len(rs), med(rs, "throughput_tps"), med(rs, "cpu_normalized_tps"),
+          med(rs, "p50_us"), med(rs, "p95_us"), med(rs, "p99_us"), steal(rs)))
 # Each round's replicated run right after its unreplicated one: the median
 # of those paired ratios follows the machine's slow swings less than the
 # ratio of the medians does.
@@ -39,5 +42,6 @@ print("ratio replicated/unreplicated: throughput %.3f  cpu-normalized %.3f  (med
 print(json.dumps({"benchmark": "replication_ratio", "workload": w, "threads": rows[0]["threads"], "rounds": len(by[1]),
                   "unreplicated_tps": t1, "replicated_tps": t3, "ratio": round(t3 / t1, 4),
                   "ratio_cpu_normalized": round(c3 / c1, 4), "ratio_paired_median": round(paired, 4), "replicated_p50_us": med(by[3], "p50_us"),
-                  "replicated_p95_us": med(by[3], "p95_us"), "replicated_p99_us": med(by[3], "p99_us")}))
+                  "replicated_p95_us": med(by[3], "p95_us"), "replicated_p99_us": med(by[3], "p99_us"),
+                  "max_steal_ms": max(steal(by[1]), steal(by[3]))}))
 PY

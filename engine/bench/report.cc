@@ -66,6 +66,9 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
                100.0 * r.abort_rate(), r.pinned ? "yes" : "no", info.mode.huge_pages ? "on" : "off");
   std::fprintf(out, "workers got %.2f CPU-s of %.2f thread-s: %.0f txn/s per full CPU each\n", r.worker_cpu_seconds,
                r.measured_seconds * info.threads, r.cpu_normalized_throughput(info.threads));
+  if (r.steal_ms >= 0) {
+    std::fprintf(out, "the hypervisor took %.0f ms from the workers' CPUs in the window (steal time)\n", r.steal_ms);
+  }
 }
 
 std::string JsonLine(const RunInfo& info, const RunResult& r) {
@@ -111,6 +114,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   // and how far behind its schedule a thread fell at most.
   field("rate_tps", Num(r.rate_tps));
   field("max_lag_us", Num(r.max_lag_micros));
+  field("steal_ms", Num(r.steal_ms));
   field("load_seconds", Num(info.load_seconds));
   field("pinned", r.pinned ? "true" : "false");
   field("huge_pages", info.mode.huge_pages ? "true" : "false");

@@ -30,7 +30,7 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
 // p50_us, p95_us, p99_us, engine_p50_us, engine_p99_us, commits, aborts,
 // rollbacks, replicas, batch_size, (replicated: batch_timeout_us,
 // acked_txns, unacked_txns, unsampled_txns), rate_tps (open loop target,
-// 0: closed loop), max_lag_us, load_seconds, pinned, huge_pages,
+// 0: closed loop), max_lag_us, steal_ms, load_seconds, pinned, huge_pages,
 // (replicated: patch_updates, flow_control_wait_ms),
 // worker_cpu_seconds, cpu_normalized_tps, config{},
 // txns{type: {commits, aborts, rollbacks, p50_us, p99_us}}.

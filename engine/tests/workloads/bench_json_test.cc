@@ -254,6 +254,11 @@ TEST(RolisBench, RateRunsOpenLoopAtTheRateAndReportsIt) {
   EXPECT_LE(std::get<double>(f["throughput_tps"]), 2000 * 1.05);  // closed loop: tens of thousands
   EXPECT_GT(std::get<double>(f["throughput_tps"]), 0);  // behind on a loaded machine: max_lag_us says how far
   EXPECT_GE(std::get<double>(f["max_lag_us"]), 0);
+  // Steal time of the worker's CPU in a 1 s window: from 0 (a quiet host)
+  // up to the window itself.
+  ASSERT_TRUE(f.count("steal_ms"));
+  EXPECT_GE(std::get<double>(f["steal_ms"]), 0);
+  EXPECT_LE(std::get<double>(f["steal_ms"]), 1000 * 1.5);
   int code = 0;
   RunBench("--workload=ycsbpp --seconds=1 --rate=-5", &code);
   EXPECT_NE(code, 0);
