@@ -21,6 +21,17 @@ namespace rolis {
 
 inline constexpr size_t kMaxPatchedValue = 65535;
 
+// The most bytes of runs worth sending for a value of `len` bytes: half the
+// value, and less than the value once the patch's 8-byte base ts is added;
+// 0 when no patch can be (the smallest run takes 5 bytes: YCSB++'s 8-byte
+// values are always sent whole, without trying).
+constexpr size_t PatchBudget(size_t len) {
+  constexpr size_t kBaseTs = 8, kSmallestRun = 5;
+  if (len > kMaxPatchedValue || len < kBaseTs + 1 + kSmallestRun) return 0;
+  const size_t budget = len / 2 < len - kBaseTs - 1 ? len / 2 : len - kBaseTs - 1;
+  return budget >= kSmallestRun ? budget : 0;
+}
+
 // Appends to *out the runs that turn `base` into `value` (of equal length,
 // at most kMaxPatchedValue) and returns true if they take at most
 // `max_bytes`; otherwise leaves *out as it was and returns false.

@@ -673,14 +673,15 @@ void TxnImpl::MakePatches(uint64_t repl_epoch) {
   for (size_t i = 0; i < ws.size(); ++i) {
     const WriteEntry& e = ws[i];
     Record* r = e.rec;
-    if (e.kind == WriteKind::kDelete || e.created || r->vlen != e.len || e.len > kMaxPatchedValue ||
+    const size_t budget = PatchBudget(e.len);
+    if (budget == 0 || e.kind == WriteKind::kDelete || e.created || r->vlen != e.len ||
         r->repl_epoch != repl_epoch || (r->ts & kWorkerMask) != w_->id() ||
         (r->word.load(std::memory_order_relaxed) & tid::kAbsent)) {
       continue;
     }
     const std::string_view base(r->ValuePtrLocked(), r->vlen);
     const size_t at = buf.size();
-    if (!AppendPatch(base, std::string_view(e.val, e.len), e.len / 2, &buf)) continue;
+    if (!AppendPatch(base, std::string_view(e.val, e.len), budget, &buf)) continue;
     refs[i] = {static_cast<uint32_t>(at), static_cast<uint32_t>(buf.size() - at), r->ts};
   }
 }

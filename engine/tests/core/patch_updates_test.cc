@@ -149,6 +149,38 @@ TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
   EXPECT_FALSE(last().is_patch) << "over a delete";
 }
 
+// A patch carries its base's 8-byte ts: a small value goes whole, since no
+// patch of it could be smaller (YCSB++'s 8-byte counters).
+TEST(PatchUpdates, ASmallValueIsSentWholeAndABudgetLeavesThePatchSmaller) {
+  EXPECT_EQ(PatchBudget(8), 0u);
+  EXPECT_EQ(PatchBudget(13), 0u);
+  EXPECT_EQ(PatchBudget(14), 5u);  // one changed byte: 8 + 5 = 13 < 14
+  EXPECT_EQ(PatchBudget(120), 60u);
+  EXPECT_EQ(PatchBudget(kMaxPatchedValue + 1), 0u);
+  for (size_t len = 1; len <= 200; len++) {
+    if (PatchBudget(len) > 0) {
+      EXPECT_LT(8 + PatchBudget(len), len + 0u) << len;
+    }
+  }
+
+  KeepingHook hook;
+  auto db = OpenWithPatches(&hook);
+  db->SetReplicationEpoch(1);
+  Table* t = testing::MakeTable(db.get(), "t");
+  auto w = db->RegisterWorker();
+  auto last = [&] { return hook.txns.back().writes.at(0); };
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", std::string(8, 'a')).ok());
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", std::string(7, 'a') + "b").ok());
+  EXPECT_FALSE(last().is_patch) << "an 8-byte value";
+  EXPECT_EQ(last().value, std::string(7, 'a') + "b");
+  // 24 bytes, its first word changed: a run of 4 + 8 bytes, 8 + 12 < 24.
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", std::string(24, 'a')).ok());
+  EXPECT_FALSE(last().is_patch) << "written at another length before";
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", "b" + std::string(23, 'a')).ok());
+  EXPECT_TRUE(last().is_patch) << "24 bytes, one word changed";
+  EXPECT_EQ(last().value.size(), 12u);
+}
+
 // Several workers update shared rows (a few bytes each, so most updates
 // are patches); a follower replays each worker's transactions in order,
 // the workers' streams merged at random, and ends with the same store.
