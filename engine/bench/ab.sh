@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Before/after comparison of two rolis-bench binaries on a shared machine:
 # runs A and B alternately ROUNDS times with the same flags (so both see the
-# same load), prints each run and the medians of both and their ratio
+# same load; even rounds run B first), prints each run and the medians of both and their ratio
 # (B ÷ A), wall-clock and CPU-normalized. A_FLAGS and B_FLAGS add flags to
 # one side only (to compare two settings of one binary).
 #   [ROUNDS=5] engine/bench/ab.sh path/to/rolis-bench.base path/to/rolis-bench -- --workload=ycsbpp --seconds=5
@@ -20,8 +20,12 @@ for bin in "$a" "$b"; do
 done
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+# Rounds alternate the order (A B, then B A): a machine that speeds up or
+# slows down during the set favours neither side.
 for i in $(seq "$rounds"); do
-  for side in A B; do
+  order="A B"
+  [ $((i % 2)) -eq 0 ] && order="B A"
+  for side in $order; do
     bin=$a extra=${A_FLAGS:-}
     [ $side = B ] && bin=$b extra=${B_FLAGS:-}
     load=$(cut -d' ' -f1 /proc/loadavg)

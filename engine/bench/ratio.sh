@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Replicated ÷ unreplicated throughput, measured in one session: runs
 # rolis-bench ROUNDS times with --replicas=1 and then
-# --replicas=3 (alternating, so both see the same machine), prints each run's
+# --replicas=3 (alternating, so both see the same machine; even rounds run
+# the replicated one first), prints each run's
 # figures and the ratio of the medians (throughput and CPU-normalized), and
 # the median of each round's own replicated/unreplicated ratio.
 #   [ROUNDS=3] [BENCH=path/to/rolis-bench] engine/bench/ratio.sh --workload=ycsbpp --threads=1 --seconds=5
@@ -10,8 +11,12 @@ rounds=${ROUNDS:-3}
 bin=${BENCH:-$(dirname "$0")/../../bin/rolis-bench}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+# Rounds alternate the order (1 3, then 3 1): a machine that speeds up or
+# slows down during the set favours neither side.
 for i in $(seq "$rounds"); do
-  for r in 1 3; do
+  order="1 3"
+  [ $((i % 2)) -eq 0 ] && order="3 1"
+  for r in $order; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     line=$("$bin" "$@" --replicas=$r | tail -n 1)
     echo "round $i replicas $r (loadavg $load): $line" | cut -c1-400
