@@ -277,6 +277,18 @@ class Cluster {
     return Status::OK();
   }
 
+  // As a driver does: a failover that found no majority (its messages
+  // dropped) is tried again, up to `attempts` times 50 ms apart.
+  Status FailoverRetrying(uint32_t candidate, int attempts = 10) {
+    Status s;
+    for (int i = 0; i < attempts; i++) {
+      s = Failover(candidate);
+      if (s.ok()) return s;
+      std::this_thread::sleep_for(50ms);
+    }
+    return s;
+  }
+
   std::string Describe() {
     std::string out;
     for (uint32_t id : ids_) {
