@@ -26,6 +26,16 @@ void PutRun(std::string* out, size_t at, const char* bytes, size_t len) {
   out->append(bytes, len);
 }
 
+// Calls fn(offset, bytes, length) for each run of a well-formed patch.
+template <typename Fn>
+void ForEachRun(std::string_view patch, Fn&& fn) {
+  for (size_t at = 0; at < patch.size();) {
+    const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
+    fn(off, patch.data() + at + kRunHeader, n);
+    at += kRunHeader + n;
+  }
+}
+
 }  // namespace
 
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
@@ -88,22 +98,15 @@ bool PatchWellFormed(std::string_view patch) {
 }
 
 bool PatchFits(std::string_view patch, size_t len) {
-  for (size_t at = 0; at < patch.size();) {
-    const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
-    if (off + n > len) return false;
-    at += kRunHeader + n;
-  }
-  return true;
+  bool fits = true;
+  ForEachRun(patch, [&](size_t off, const char*, size_t n) { fits = fits && off + n <= len; });
+  return fits;
 }
 
 bool ApplyPatch(std::string_view patch, char* value, size_t len) {
   // Checked first, so that a patch that does not fit changes nothing.
   if (!PatchFits(patch, len)) return false;
-  for (size_t at = 0; at < patch.size();) {
-    const size_t off = Load16(patch.data() + at), n = Load16(patch.data() + at + 2);
-    std::memcpy(value + off, patch.data() + at + kRunHeader, n);
-    at += kRunHeader + n;
-  }
+  ForEachRun(patch, [&](size_t off, const char* bytes, size_t n) { std::memcpy(value + off, bytes, n); });
   return true;
 }
 

@@ -972,7 +972,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
       replay_kick_ = true;
       // An open leader (its G is set once it opened) is alive.
       if (m.commit_watermark.epoch == m.epoch) {
-        last_contact_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+        NoteLeaderContact();
       }
     }
     replay_cv_.notify_one();
@@ -1356,7 +1356,7 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
     if (leading) StepDown(m.epoch, "promised a candidate of a newer epoch");
     // A candidate is running: the built-in election gives it a timeout to
     // finish before running its own (two candidates split the vote).
-    last_contact_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    NoteLeaderContact();
     std::lock_guard<std::mutex> g(mu_);
     if (pending_ && pending_->epoch < m.epoch) {
       pending_.reset();

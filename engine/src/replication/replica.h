@@ -389,6 +389,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::unique_ptr<std::atomic<uint64_t>[]> replayed_next_;  // per stream, read lock-free by Accept replies
 
   std::atomic<int64_t> last_contact_{SteadyClock::now().time_since_epoch().count()};
+  void NoteLeaderContact() {
+    last_contact_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
+  }
   std::atomic<bool> stop_{false};
   std::mutex catch_mu_;
   std::condition_variable catch_cv_;
