@@ -88,6 +88,9 @@ struct RunResult {
   // Replicated mode: time the workers waited for room in their stream's
   // ring of batches (flow control), warmup and window together.
   double flow_control_wait_ms = 0;
+  // Replicated with the workers pinned: this process's threads, other than
+  // the (finished) workers, that may run on a worker's CPU (-1: not counted).
+  int threads_on_worker_cpus = -1;
 
   double throughput() const { return measured_seconds > 0 ? commits / measured_seconds : 0; }
   // Throughput had every worker had a CPU to itself for the whole window:

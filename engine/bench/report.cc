@@ -109,6 +109,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
     field("unsampled_txns", Num(r.unsampled));
     field("patch_updates", info.mode.patch_updates ? "true" : "false");
     field("flow_control_wait_ms", Num(r.flow_control_wait_ms));
+    if (r.threads_on_worker_cpus >= 0) field("threads_on_worker_cpus", Num(uint64_t(r.threads_on_worker_cpus)));
   }
   // Open loop (--rate): the target rate (0: closed loop, as fast as it goes)
   // and how far behind its schedule a thread fell at most.
