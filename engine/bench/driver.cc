@@ -1,3 +1,4 @@
+#include "rolis/thread_name.h"
 #include "driver.h"
 
 #include <pthread.h>
@@ -127,6 +128,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   for (uint32_t t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       PerThread& me = per[t];
+      NameThisThread("bench-worker-" + std::to_string(t));
       me.types.resize(type_names.size());
       if (options.pin_threads && !cpus.empty()) me.pinned = PinTo(cpus[t % cpus.size()]);
       std::unique_ptr<Worker> worker = db->RegisterWorker();

@@ -1,3 +1,4 @@
+#include "rolis/thread_name.h"
 #include "replicated_mode.h"
 
 #include <netinet/in.h>
@@ -306,6 +307,7 @@ Status Replicated::Start(Database* db) {
 // worker's commit ts grow, so the front is the oldest). After the run it
 // drains for up to 10 s.
 void Replicated::Observe() {
+  NameThisThread("bench-observer");
   std::chrono::steady_clock::time_point deadline{};
   for (;;) {
     const bool stopping = observer_stop_.load();

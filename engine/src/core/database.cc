@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "rolis/thread_name.h"
 #include "rolis/value_patch.h"
 #include "txn_impl.h"
 #include "worker_impl.h"
@@ -253,6 +254,7 @@ bool DatabaseImpl::ReplayMayDropOldVersions(const WorkerSlot* replayer, uint64_t
 }
 
 void DatabaseImpl::AdvanceLoop() {
+  NameThisThread("rolis-epochs");
   std::unique_lock<std::mutex> lk(stop_mu_);
   const auto period = std::chrono::milliseconds(options_.epoch_period_ms);
   while (!stop_) {

@@ -1,3 +1,4 @@
+#include "rolis/thread_name.h"
 #include "grpc_transport.h"
 
 #include <fstream>
@@ -29,7 +30,13 @@ class GrpcTransport::Sender {
   Sender(GrpcTransport* t, uint32_t peer, uint32_t stream) : t_(t), peer_(peer), stream_(stream) {}
   ~Sender() { Stop(); }
 
-  void Start() { writer_ = std::thread([this] { Run(); }); }
+  void Start() {
+    writer_ = std::thread([this] {
+      // rolis-send-P.S: to peer P, stream S (the control stream is the last).
+      NameThisThread("rolis-send-" + std::to_string(peer_) + "." + std::to_string(stream_));
+      Run();
+    });
+  }
   void Stop() {
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -75,6 +82,7 @@ class GrpcTransport::Sender {
       std::atomic<bool> reader_done{false};
       std::atomic<bool> got_reply{false};
       std::thread reader([&] {
+        NameThisThread("rolis-recv-" + std::to_string(peer_) + "." + std::to_string(stream_));
         v1::AcceptResponse resp;
         while (rw->Read(&resp)) {
           got_reply.store(true);

@@ -1,3 +1,4 @@
+#include "rolis/thread_name.h"
 #include "paxos_replicator.h"
 
 #include <spdlog/spdlog.h>
@@ -235,6 +236,7 @@ std::vector<MemberAddr> PaxosReplicator::HelloTargets() const {
 }
 
 void PaxosReplicator::HelloLoop() {
+  NameThisThread("rolis-hello");
   // Learn where every member's admin and client APIs are (status and
   // failover given one admin endpoint reach the others through them).
   while (!stop_.load()) {
@@ -356,6 +358,7 @@ grpc::Status PaxosReplicator::ChangeMembership(const v1::ChangeMembershipRequest
 // the failover itself: the same PrepareFailover / DecideEpoch / OpenEpoch.
 
 void PaxosReplicator::ElectionLoop() {
+  NameThisThread("rolis-election");
   ElectionTimer timer(o_.election_timeout, o_.config.id * 1000003ull ^ MonotonicNanos(), SteadyClock::now());
   while (!stop_.load()) {
     {

@@ -1,3 +1,4 @@
+#include "rolis/thread_name.h"
 #include "replica.h"
 
 #include <time.h>
@@ -470,6 +471,7 @@ void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now, bo
 // Leader: the loop.
 
 void Replica::LeaderLoop() {
+  NameThisThread("rolis-lead");
   std::unique_lock<std::mutex> lk(lmu_);
   while (!stop_.load()) {
     // Fast ticks only while batches may need closing soon: a commit or a
@@ -1077,6 +1079,7 @@ void Replica::StartStateTransfer() {
 // Follower: replay.
 
 void Replica::ReplayLoop() {
+  NameThisThread("rolis-replay");
   std::unique_lock<std::mutex> lk(rmu_);
   bool idle_quiesced = false;
   auto last_horizon = SteadyClock::now();
@@ -2110,6 +2113,7 @@ SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
 }
 
 void Replica::CatchUpLoop() {
+  NameThisThread("rolis-catch-up");
   int failures = 0;
   while (!stop_.load()) {
     bool work = !voting_.load() || needs_transfer_.load();

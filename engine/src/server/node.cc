@@ -1,3 +1,4 @@
+#include "rolis/thread_name.h"
 #include "server/node.h"
 
 #include <fmt/format.h>
@@ -133,6 +134,7 @@ void Node::Stop() {
 }
 
 void Node::ReaperLoop() {
+  NameThisThread("rolis-reaper");
   std::unique_lock<std::mutex> lock(reaper_mu_);
   while (!stop_reaper_) {
     reaper_cv_.wait_for(lock, options_.reaper_period);

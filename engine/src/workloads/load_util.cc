@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include "rolis/thread_name.h"
+
 namespace rolis::workloads {
 
 Status RunOnThreads(Database* db, uint32_t threads, const std::function<Status(uint32_t, Worker*)>& fn) {
@@ -12,6 +14,7 @@ Status RunOnThreads(Database* db, uint32_t threads, const std::function<Status(u
   pool.reserve(threads);
   for (uint32_t t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      NameThisThread("rolis-load-" + std::to_string(t));
       std::unique_ptr<Worker> worker = db->RegisterWorker();
       Status s = worker ? fn(t, worker.get()) : Status::ResourceExhausted("RegisterWorker failed");
       if (!s.ok()) {

@@ -2,6 +2,8 @@
 // fault-injecting network. Each test names the fault and the invariant.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -21,6 +23,23 @@ TEST(Cluster, ElectsALeaderFromTheEmptyRecordAndReplicatesToEveryFollower) {
   EXPECT_EQ(c.Dump(2).size(), 200u);
   EXPECT_EQ(c.r(2).leader_client_address(), "member-1");
   EXPECT_EQ(c.r(2).GetStatus().epoch, 1u);
+}
+
+// top -H, perf and gdb show what each thread is: the engine's epoch thread
+// and every Replica's loops carry their names.
+TEST(Cluster, EveryBackgroundThreadIsNamed) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  std::multiset<std::string> names;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name)) names.insert(name);
+  }
+  // Three members, each with its own engine.
+  for (const char* name : {"rolis-epochs", "rolis-lead", "rolis-replay", "rolis-catch-up"}) {
+    EXPECT_EQ(names.count(name), 3u) << name;
+  }
 }
 
 TEST(Cluster, AnIdleStreamDoesNotHoldBackTheWatermark) {
