@@ -35,6 +35,7 @@ for i in $(seq "$rounds"); do
     echo "$side $line" >>"$out"
   done
 done
+python3 "$(dirname "$0")/busy_machine.py" "$out"
 python3 - "$out" <<'PY'
 import json, statistics, sys
 rows = {"A": [], "B": []}

@@ -40,6 +40,7 @@ for i in $(seq "$rounds"); do
     echo "$i $side $line" >>"$out"
   done
 done
+python3 "$(dirname "$0")/busy_machine.py" "$out"
 python3 - "$out" <<'PY'
 import json, statistics, sys
 runs = {}  # side -> {round: row}
