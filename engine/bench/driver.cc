@@ -20,12 +20,6 @@ namespace {
 
 enum Phase : int { kWarmup = 0, kMeasure = 1, kStop = 2 };
 
-bool PinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
 
 double ThreadCpuSeconds() {
   timespec ts;
@@ -81,6 +75,18 @@ struct PerThread {
 
 }  // namespace
 
+cpu_set_t CpuSetOf(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return set;
+}
+
+bool PinThreadTo(const std::vector<int>& cpus) {
+  const cpu_set_t set = CpuSetOf(cpus);
+  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+}
+
 std::vector<int> AllowedCpus() {
   std::vector<int> cpus;
   cpu_set_t set;
@@ -130,7 +136,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
       PerThread& me = per[t];
       NameThisThread("bench-worker-" + std::to_string(t));
       me.types.resize(type_names.size());
-      if (options.pin_threads && !cpus.empty()) me.pinned = PinTo(cpus[t % cpus.size()]);
+      if (options.pin_threads && !cpus.empty()) me.pinned = PinThreadTo({cpus[t % cpus.size()]});
       std::unique_ptr<Worker> worker = db->RegisterWorker();
       if (!worker) {
         me.error = Status::ResourceExhausted("RegisterWorker failed");

@@ -4,6 +4,8 @@
 // Database the workload runs on and which CommitHook it carries.
 #pragma once
 
+#include <sched.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -109,6 +111,12 @@ struct RunResult {
 
 // The CPUs the calling thread may run on, in order.
 std::vector<int> AllowedCpus();
+
+// A CPU mask holding cpus.
+cpu_set_t CpuSetOf(const std::vector<int>& cpus);
+
+// Restricts the calling thread (and the threads it makes later) to cpus.
+bool PinThreadTo(const std::vector<int>& cpus);
 
 // Blocks until read-only transactions see what was committed before the call
 // (their snapshot trails by up to ~2 epochs), or until `timeout_ms`.

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "driver.h"
+
 namespace rolis::bench {
 namespace {
 
@@ -89,9 +91,7 @@ Status FollowerSet::Spawn(const std::string& binary, const FollowerSpec& spec) {
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : spec.cpus) CPU_SET(c, &set);
+  const cpu_set_t set = CpuSetOf(spec.cpus);
   const bool pin = !spec.cpus.empty();
   int log = open(spec.log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (log < 0) return Status::Internal("cannot create " + spec.log_path + ": " + strerror(errno));

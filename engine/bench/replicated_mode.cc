@@ -51,14 +51,6 @@ Status FreePorts(size_t n, std::vector<int>* ports) {
   return s;
 }
 
-// Restricts the calling thread (and the threads it makes later) to cpus.
-void KeepThreadOn(const std::vector<int>& cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) CPU_SET(c, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 // How many of this process's threads may run on one of cpus.
 int ThreadsAllowedOn(const std::vector<int>& cpus) {
   int n = 0;
@@ -228,7 +220,7 @@ Status Replicated::Init() {
     // workers. Unpinned, they woke on the worker's CPU whenever the other was
     // busy with the followers (~2% of its time), where the unreplicated run
     // finds the other CPU idle.
-    KeepThreadOn(other_cpus_);
+    PinThreadTo(other_cpus_);
   } else {
     placement_ = o_.pin ? "followers not pinned: " + std::to_string(o_.threads) + " workers use all " +
                               std::to_string(cpus.size()) + " CPUs"
