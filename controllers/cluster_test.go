@@ -81,7 +81,7 @@ var _ = Describe("Creating a RolisCluster", func() {
 	It("fills in the defaults and reports status conditions while the members are not up", func() {
 		got := getCluster(ctx, c)
 		Expect(got.Spec.WorkerThreads).To(Equal(int32(2)))
-		Expect(got.Spec.BatchSize).To(Equal(int32(100)))
+		Expect(got.Spec.BatchSize).To(Equal(int32(dbv1.DefaultBatchSize)))
 		Expect(got.Spec.BatchTimeout.Duration.String()).To(Equal("1ms"))
 		Expect(got.Spec.Failover.Timeout.Duration.String()).To(Equal("3s"))
 		Expect(got.Spec.Storage.Size.String()).To(Equal("1Gi"))

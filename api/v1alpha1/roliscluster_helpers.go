@@ -15,7 +15,7 @@ const (
 	DefaultReplicas           = 3
 	DefaultWorkerThreads      = 2
 	DefaultReplicationStreams = 8
-	DefaultBatchSize          = 100
+	DefaultBatchSize          = 200 // rolisd's --batch-size default (engine/src/server/config.h)
 	DefaultBatchTimeout       = time.Millisecond
 	DefaultFailoverTimeout    = 3 * time.Second
 	DefaultScrapeInterval     = "30s"

@@ -70,7 +70,7 @@ type RolisClusterSpec struct {
 
 	// BatchSize is the number of transactions that close a replication batch.
 	// A change rolls the pods.
-	// +kubebuilder:default=100
+	// +kubebuilder:default=200
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	// +optional

@@ -26,7 +26,6 @@ namespace rolis::bench {
 namespace {
 
 constexpr uint32_t kLeaderId = 1;
-constexpr uint32_t kDefaultBatchSize = 50;  // rolisd's --batch-size default
 
 // Reserves n distinct loopback ports: free when it returns (a follower that
 // cannot bind one exits, and the election reports it).
@@ -388,7 +387,7 @@ Status MakeReplicatedMode(const ModeOptions& given, std::unique_ptr<Mode>* mode)
                                    ": want an odd number (1, 3, 5 or 7); an even count tolerates no more failures "
                                    "than one fewer");
   }
-  if (o.batch_size == 0) o.batch_size = kDefaultBatchSize;
+  if (o.batch_size == 0) o.batch_size = server::kDefaultBatchSize;  // rolisd's
   if (o.batch_size > 100000) return Status::InvalidArgument("--batch-size: want 1..100000");
   if (o.threads > 64) return Status::InvalidArgument("--threads: the replicated mode runs at most 64 (rolisd's limit)");
   std::string rolisd = o.rolisd.empty() ? RolisdNextToSelf() : o.rolisd;

@@ -22,7 +22,7 @@ namespace rolis::replication {
 
 struct PaxosReplicatorOptions {
   server::ServerConfig config;
-  uint32_t batch_size = 50;
+  uint32_t batch_size = server::kDefaultBatchSize;
   std::chrono::microseconds batch_timeout{1000};
   uint32_t max_inflight_batches = 64;
   std::string drop_peers_file;  // tests only (GrpcTransport::Options)

@@ -51,7 +51,7 @@ struct ReplicaOptions {
   std::vector<uint32_t> members;
   std::map<uint32_t, std::string> addresses;  // their replication addresses, if known
   uint32_t streams = 1;           // worker streams (the same on every member)
-  uint32_t batch_size = 50;       // a batch closes at this many transactions ...
+  uint32_t batch_size = 50;       // a batch closes at this many transactions (rolisd: --batch-size) ...
   std::chrono::microseconds batch_timeout{1000};  // ... or after this long (idle: an empty batch)
   // An idle stream's empty batch (heartbeat) goes out every batch_timeout
   // only while a commit of this epoch is above G or a read waits for G;

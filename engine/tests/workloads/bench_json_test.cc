@@ -8,6 +8,8 @@
 #include <string>
 #include <variant>
 
+#include "server/config.h"
+
 namespace {
 
 // A minimal JSON reader: enough to validate the whole line and read the
@@ -227,7 +229,7 @@ TEST(RolisBench, ReplicatedYcsbppAcknowledgesThroughTheWatermark) {
 TEST(RolisBench, ReplicatedTpccAcknowledgesThroughTheWatermark) {
   auto f = RunReplicated("--workload=tpcc --tpcc-items=5000 --tpcc-customers=300 --tpcc-new-orders=90 --huge-pages");
   if (f.empty()) return;
-  EXPECT_EQ(std::get<double>(f["batch_size"]), 50);
+  EXPECT_EQ(std::get<double>(f["batch_size"]), rolis::server::kDefaultBatchSize);  // rolisd's default
   ASSERT_TRUE(f.count("huge_pages"));
   EXPECT_EQ(std::get<bool>(f["huge_pages"]), true);
 }
