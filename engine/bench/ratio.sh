@@ -4,7 +4,9 @@
 # --replicas=3 (alternating, so both see the same machine; even rounds run
 # the replicated one first), prints each run's
 # figures and the ratio of the medians (throughput and CPU-normalized), and
-# the median of each round's own replicated/unreplicated ratio.
+# the median of each round's own replicated/unreplicated ratio, and a 90%
+# bootstrap interval of the ratio over the rounds (how far another set on
+# the same machine might land).
 # With DECOMPOSE=1 each round also runs the leader alone
 # (--mode=replicated --replicas=1: the same commit hook, batches and loop,
 # no followers) and the summary splits the ratio into the leader's own path
@@ -42,7 +44,7 @@ for i in $(seq "$rounds"); do
 done
 python3 "$(dirname "$0")/busy_machine.py" "$out"
 python3 - "$out" <<'PY'
-import json, statistics, sys
+import json, random, statistics, sys
 runs = {}  # side -> {round: row}
 for l in open(sys.argv[1]):
     rnd, side, line = l.split(" ", 2)
@@ -65,11 +67,25 @@ t1, t3 = med("u", "throughput_tps"), med("r3", "throughput_tps")
 c1, c3 = med("u", "cpu_normalized_tps"), med("r3", "cpu_normalized_tps")
 print("ratio replicated/unreplicated: throughput %.3f  cpu-normalized %.3f  (median of the %d paired rounds: %.3f)"
       % (t3 / t1, c3 / c1, len(runs["r3"]), paired("u", "r3")))
+def interval(a, b, k="throughput_tps", draws=2000):
+    # 90% bootstrap interval of the ratio of medians: rounds drawn with
+    # replacement (a round's two runs stay together), fixed seed. It says how
+    # far another set on the same machine might land, noise included.
+    rounds = [i for i in runs[a] if i in runs[b]]
+    rng, got = random.Random(1), []
+    for _ in range(draws):
+        pick = [rng.choice(rounds) for _ in rounds]
+        got.append(statistics.median(runs[b][i][k] for i in pick) / statistics.median(runs[a][i][k] for i in pick))
+    got.sort()
+    return got[int(0.05 * draws)], got[int(0.95 * draws) - 1]
+lo, hi = interval("u", "r3")
+print("  90%% bootstrap interval of the ratio over the rounds: %.3f .. %.3f" % (lo, hi))
 summary = {"benchmark": "replication_ratio", "workload": w["workload"], "threads": w["threads"], "rounds": len(runs["u"]),
            "unreplicated_tps": t1, "replicated_tps": t3, "ratio": round(t3 / t1, 4),
            "ratio_cpu_normalized": round(c3 / c1, 4), "ratio_paired_median": round(paired("u", "r3"), 4),
            "replicated_p50_us": med("r3", "p50_us"), "replicated_p95_us": med("r3", "p95_us"),
-           "replicated_p99_us": med("r3", "p99_us"), "max_steal_ms": max(steal(s) for s in runs)}
+           "replicated_p99_us": med("r3", "p99_us"), "max_steal_ms": max(steal(s) for s in runs),
+           "ratio_ci90_low": round(lo, 4), "ratio_ci90_high": round(hi, 4)}
 if "r1" in runs:
     own, followers = med("r1", "throughput_tps") / t1, t3 / med("r1", "throughput_tps")
     print("  the leader's own path (one member / unreplicated): %.3f (paired %.3f); the followers (three / one member): %.3f (paired %.3f)"
