@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
   app.add_option("--mode", mode_options.mode, "unreplicated or replicated (default: by --replicas)");
   app.add_option("--replicas", mode_options.replicas, "replicas: 1 = unreplicated; 3, 5, 7: replicated (odd)")
       ->check(CLI::Range(1, 7));
-  app.add_option("--batch-size", mode_options.batch_size, "transactions per replication batch (default " + std::to_string(server::kDefaultBatchSize) + ", rolisd's)")
+  app.add_option("--batch-size", mode_options.batch_size,
+                 "transactions per replication batch (default " + std::to_string(server::kDefaultBatchSize) +
+                     ", rolisd's)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--batch-timeout", batch_timeout, "a partial batch closes after this long (50us..1s)");
   app.add_option("--rolisd", mode_options.rolisd, "rolisd binary for the followers (default: next to rolis-bench)");
