@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,7 +14,7 @@
 #include <thread>
 
 #include "cycle_clock.h"
-#include "steal_time.h"
+#include "proc_stat.h"
 
 namespace rolis::bench {
 namespace {
@@ -97,6 +98,15 @@ std::vector<int> AllowedCpus() {
     }
   }
   return cpus;
+}
+
+std::vector<int> CpusOtherThan(const std::vector<int>& cpus) {
+  std::vector<int> out;
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int c = 0; c < online; c++) {
+    if (std::find(cpus.begin(), cpus.end(), c) == cpus.end()) out.push_back(c);
+  }
+  return out;
 }
 
 void WaitForSnapshot(Database* db, uint32_t timeout_ms) {
@@ -191,7 +201,9 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   // The CPUs the workers run on (all allowed ones when they are not pinned).
   std::vector<int> worker_cpus = cpus;
   if (options.pin_threads && cpus.size() > threads) worker_cpus.resize(threads);
-  double stolen_at_begin = StolenMillis(worker_cpus);
+  // The rest: where followers and replication threads run (replicated_mode.h).
+  const std::vector<int> other_cpus = options.pin_threads ? CpusOtherThan(worker_cpus) : std::vector<int>();
+  CpuTimes workers_at_begin = ReadCpuTimes(worker_cpus), others_at_begin = ReadCpuTimes(other_cpus);
 
   using Seconds = std::chrono::duration<double>;
   first_due.store(CycleNow());
@@ -201,7 +213,8 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
     if (phase.load() == kWarmup) {
       std::this_thread::sleep_for(Seconds(options.warmup_seconds));
       begin = ClockPoint::Now();
-      stolen_at_begin = StolenMillis(worker_cpus);
+      workers_at_begin = ReadCpuTimes(worker_cpus);
+      others_at_begin = ReadCpuTimes(other_cpus);
       int expected = kWarmup;
       phase.compare_exchange_strong(expected, kMeasure);
     }
@@ -213,7 +226,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
     phase.compare_exchange_strong(expected, kStop);
   }
   const ClockPoint stop_point = ClockPoint::Now();
-  const double stolen_at_end = StolenMillis(worker_cpus);
+  const CpuTimes workers_at_end = ReadCpuTimes(worker_cpus), others_at_end = ReadCpuTimes(other_cpus);
   for (auto& th : pool) th.join();
   const ClockPoint end = fixed_work ? ClockPoint::Now() : stop_point;
 
@@ -224,7 +237,15 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   r.types.resize(type_names.size());
   r.pinned = options.pin_threads && !cpus.empty();
   r.rate_tps = options.rate_tps;
-  if (stolen_at_begin >= 0 && stolen_at_end >= 0) r.steal_ms = stolen_at_end - stolen_at_begin;
+  if (workers_at_begin.steal_ms >= 0 && workers_at_end.steal_ms >= 0) {
+    r.steal_ms = workers_at_end.steal_ms - workers_at_begin.steal_ms;
+  }
+  if (!other_cpus.empty() && others_at_begin.busy_ms >= 0 && others_at_end.busy_ms >= 0) {
+    r.other_cpus_busy_ms = others_at_end.busy_ms - others_at_begin.busy_ms;
+  }
+  if (workers_at_begin.context_switches >= 0 && workers_at_end.context_switches >= 0) {
+    r.context_switches = workers_at_end.context_switches - workers_at_begin.context_switches;
+  }
   Status first_error;
   for (size_t i = 0; i < type_names.size(); ++i) r.types[i].name = std::string(type_names[i]);
   for (PerThread& me : per) {

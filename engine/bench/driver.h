@@ -78,8 +78,13 @@ struct RunResult {
   double rate_tps = 0;        // DriverOptions::rate_tps (0: closed loop)
   double max_lag_micros = 0;  // open loop: the furthest a thread fell behind the schedule
   // Time the hypervisor took from the workers' CPUs during the measured
-  // window (steal_time.h); -1 where /proc/stat cannot be read.
+  // window (proc_stat.h); -1 where /proc/stat cannot be read.
   double steal_ms = -1;
+  // Pinned workers: busy time of the other CPUs in the window (followers and
+  // replication threads with --replicas=3, else whatever else runs); -1: no
+  // other CPU, or not counted.
+  double other_cpus_busy_ms = -1;
+  double context_switches = -1;  // machine-wide, in the window; -1: not counted
   // Replicated mode: per committed read-write transaction of the measured
   // window, ticks from its first Begin to when the commit watermark passed
   // its commit ts (when a server would acknowledge it).
@@ -100,6 +105,9 @@ struct RunResult {
   double cpu_normalized_throughput(uint32_t threads) const {
     return worker_cpu_seconds > 0 ? commits * threads / worker_cpu_seconds : 0;
   }
+  // Per committed transaction of the window (-1 where not counted).
+  double other_cpus_us_per_txn() const { return other_cpus_busy_ms >= 0 && commits > 0 ? other_cpus_busy_ms * 1000 / commits : -1; }
+  double context_switches_per_txn() const { return context_switches >= 0 && commits > 0 ? context_switches / commits : -1; }
   double abort_rate() const {
     const uint64_t attempts = commits + conflict_aborts;
     return attempts > 0 ? static_cast<double>(conflict_aborts) / static_cast<double>(attempts) : 0;
@@ -111,6 +119,9 @@ struct RunResult {
 
 // The CPUs the calling thread may run on, in order.
 std::vector<int> AllowedCpus();
+
+// The online CPUs not in cpus, in order.
+std::vector<int> CpusOtherThan(const std::vector<int>& cpus);
 
 // A CPU mask holding cpus.
 cpu_set_t CpuSetOf(const std::vector<int>& cpus);

@@ -69,6 +69,13 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
   if (r.steal_ms >= 0) {
     std::fprintf(out, "the hypervisor took %.0f ms from the workers' CPUs in the window (steal time)\n", r.steal_ms);
   }
+  if (r.other_cpus_busy_ms >= 0) {
+    // With --replicas=3 the followers and the replication threads: their
+    // cost per transaction, steadier than the throughput ratio on a noisy host.
+    std::fprintf(out, "the other CPUs were busy %.0f ms in the window: %.2f us per transaction; %.2f context switches "
+                 "per transaction (machine-wide)\n",
+                 r.other_cpus_busy_ms, r.other_cpus_us_per_txn(), r.context_switches_per_txn());
+  }
 }
 
 std::string JsonLine(const RunInfo& info, const RunResult& r) {
@@ -116,6 +123,9 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("rate_tps", Num(r.rate_tps));
   field("max_lag_us", Num(r.max_lag_micros));
   field("steal_ms", Num(r.steal_ms));
+  field("other_cpus_busy_ms", Num(r.other_cpus_busy_ms));
+  field("other_cpus_us_per_txn", Num(r.other_cpus_us_per_txn()));
+  field("context_switches_per_txn", Num(r.context_switches_per_txn()));
   field("load_seconds", Num(info.load_seconds));
   field("pinned", r.pinned ? "true" : "false");
   field("huge_pages", info.mode.huge_pages ? "true" : "false");

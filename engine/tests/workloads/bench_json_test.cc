@@ -2,6 +2,7 @@
 // replicated (with real rolisd followers), prints, as its last line, one
 // JSON object with the documented fields; bad flags fail clearly.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <map>
@@ -266,6 +267,14 @@ TEST(RolisBench, RateRunsOpenLoopAtTheRateAndReportsIt) {
   ASSERT_TRUE(f.count("steal_ms"));
   EXPECT_GE(std::get<double>(f["steal_ms"]), 0);
   EXPECT_LE(std::get<double>(f["steal_ms"]), 1000 * 1.5);
+  // The followers' CPU: busy, but not more than the window on every other CPU.
+  ASSERT_TRUE(f.count("other_cpus_busy_ms") && f.count("other_cpus_us_per_txn") && f.count("context_switches_per_txn"));
+  if (std::get<double>(f["other_cpus_busy_ms"]) >= 0) {  // -1: the worker could not be pinned apart
+    EXPECT_GT(std::get<double>(f["other_cpus_busy_ms"]), 0);
+    EXPECT_LE(std::get<double>(f["other_cpus_busy_ms"]), 1000 * 1.5 * sysconf(_SC_NPROCESSORS_ONLN));
+    EXPECT_GT(std::get<double>(f["other_cpus_us_per_txn"]), 0);
+  }
+  EXPECT_GT(std::get<double>(f["context_switches_per_txn"]), 0);
   int code = 0;
   RunBench("--workload=ycsbpp --seconds=1 --rate=-5", &code);
   EXPECT_NE(code, 0);
