@@ -203,7 +203,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   if (options.pin_threads && cpus.size() > threads) worker_cpus.resize(threads);
   // The rest: where followers and replication threads run (replicated_mode.h).
   const std::vector<int> other_cpus = options.pin_threads ? CpusOtherThan(worker_cpus) : std::vector<int>();
-  CpuTimes workers_at_begin = ReadCpuTimes(worker_cpus), others_at_begin = ReadCpuTimes(other_cpus);
+  ProcStat at_begin = ProcStat::Read();
 
   using Seconds = std::chrono::duration<double>;
   first_due.store(CycleNow());
@@ -213,8 +213,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
     if (phase.load() == kWarmup) {
       std::this_thread::sleep_for(Seconds(options.warmup_seconds));
       begin = ClockPoint::Now();
-      workers_at_begin = ReadCpuTimes(worker_cpus);
-      others_at_begin = ReadCpuTimes(other_cpus);
+      at_begin = ProcStat::Read();
       int expected = kWarmup;
       phase.compare_exchange_strong(expected, kMeasure);
     }
@@ -226,7 +225,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
     phase.compare_exchange_strong(expected, kStop);
   }
   const ClockPoint stop_point = ClockPoint::Now();
-  const CpuTimes workers_at_end = ReadCpuTimes(worker_cpus), others_at_end = ReadCpuTimes(other_cpus);
+  const ProcStat at_end = ProcStat::Read();
   for (auto& th : pool) th.join();
   const ClockPoint end = fixed_work ? ClockPoint::Now() : stop_point;
 
@@ -237,6 +236,8 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   r.types.resize(type_names.size());
   r.pinned = options.pin_threads && !cpus.empty();
   r.rate_tps = options.rate_tps;
+  const CpuTimes workers_at_begin = at_begin.Of(worker_cpus), workers_at_end = at_end.Of(worker_cpus);
+  const CpuTimes others_at_begin = at_begin.Of(other_cpus), others_at_end = at_end.Of(other_cpus);
   if (workers_at_begin.steal_ms >= 0 && workers_at_end.steal_ms >= 0) {
     r.steal_ms = workers_at_end.steal_ms - workers_at_begin.steal_ms;
   }

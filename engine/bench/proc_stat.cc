@@ -46,12 +46,19 @@ CpuTimes CpuTimesIn(std::string_view proc_stat, const std::vector<int>& cpus, lo
   return out;
 }
 
-CpuTimes ReadCpuTimes(const std::vector<int>& cpus) {
+ProcStat ProcStat::Read() {
+  ProcStat s;
   std::ifstream in("/proc/stat");
-  if (!in) return CpuTimes();
+  if (!in) return s;
   std::stringstream text;
   text << in.rdbuf();
-  return CpuTimesIn(text.str(), cpus, sysconf(_SC_CLK_TCK));
+  s.text_ = text.str();
+  s.read_ = true;
+  return s;
+}
+
+CpuTimes ProcStat::Of(const std::vector<int>& cpus) const {
+  return read_ ? CpuTimesIn(text_, cpus, sysconf(_SC_CLK_TCK)) : CpuTimes();
 }
 
 }  // namespace rolis::bench

@@ -11,6 +11,7 @@
 //   - context switches, machine-wide (the "ctxt" line).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,10 +23,20 @@ struct CpuTimes {
   double context_switches = -1;
 };
 
-// Times so far, summed over the given CPUs (steal 0 where the kernel does
-// not count it).
-CpuTimes ReadCpuTimes(const std::vector<int>& cpus);
-// The same from the text of a /proc/stat (for tests).
+// Times so far from the text of a /proc/stat, summed over the given CPUs
+// (steal 0 where the kernel does not count it).
 CpuTimes CpuTimesIn(std::string_view proc_stat, const std::vector<int>& cpus, long ticks_per_second);
+
+// One reading of /proc/stat, for the times of several groups of CPUs at the
+// same moment.
+class ProcStat {
+ public:
+  static ProcStat Read();  // an unreadable /proc/stat gives times of -1
+  CpuTimes Of(const std::vector<int>& cpus) const;
+
+ private:
+  std::string text_;
+  bool read_ = false;
+};
 
 }  // namespace rolis::bench

@@ -40,10 +40,10 @@ TEST(ProcStat, OldKernelsWithoutTheStealFieldCountNoSteal) {
 }
 
 TEST(ProcStat, ReadsThisMachine) {
-  CpuTimes a = ReadCpuTimes({0});
+  CpuTimes a = ProcStat::Read().Of({0});
   ASSERT_GE(a.steal_ms, 0) << "/proc/stat has no cpu0 line";
   ASSERT_GT(a.context_switches, 0);
-  CpuTimes b = ReadCpuTimes({0});
+  CpuTimes b = ProcStat::Read().Of({0});
   EXPECT_GE(b.steal_ms, a.steal_ms);
   EXPECT_GE(b.busy_ms, a.busy_ms);
   EXPECT_GE(b.context_switches, a.context_switches);
