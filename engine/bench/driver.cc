@@ -72,6 +72,49 @@ struct PerThread {
   bool pinned = false;
   double cpu_seconds = 0;  // in the measured window
   Status error;
+  std::atomic<uint64_t> window_commits{0};  // for the timeline, read while the thread runs
+};
+
+// Samples the window's commits (and the other CPUs' busy time) every
+// `interval` seconds for RunResult::timeline; does nothing when interval <= 0.
+class TimelineSampler {
+ public:
+  TimelineSampler(double interval, std::chrono::steady_clock::time_point begin, CpuTimes others_at_begin,
+                  const std::vector<PerThread>* per, const std::vector<int>* other_cpus)
+      : interval_(interval), begin_(begin), last_at_(begin), last_others_(others_at_begin), per_(per),
+        other_cpus_(other_cpus) {}
+  // `last`: the window is over; its remainder is the last interval.
+  void Poll(std::chrono::steady_clock::time_point now, bool last = false) {
+    if (interval_ <= 0) return;
+    const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(interval_));
+    if (last ? now - last_at_ < interval / 10 : now < last_at_ + interval) return;  // not a whole interval yet
+    uint64_t commits = 0;
+    for (const PerThread& me : *per_) commits += me.window_commits.load(std::memory_order_relaxed);
+    const CpuTimes others = ProcStat::Read().Of(*other_cpus_);
+    const uint64_t n = commits - last_commits_;
+    TimelinePoint p;
+    p.end_seconds = std::chrono::duration<double>(now - begin_).count();
+    p.tps = n / std::chrono::duration<double>(now - last_at_).count();
+    if (!other_cpus_->empty() && others.busy_ms >= 0 && last_others_.busy_ms >= 0 && n > 0) {
+      p.other_cpus_us_per_txn = (others.busy_ms - last_others_.busy_ms) * 1000 / n;
+    }
+    points_.push_back(p);
+    last_at_ = now;
+    last_commits_ = commits;
+    last_others_ = others;
+  }
+  std::vector<TimelinePoint> Take() { return std::move(points_); }
+
+ private:
+  const double interval_;
+  const std::chrono::steady_clock::time_point begin_;
+  std::chrono::steady_clock::time_point last_at_;
+  CpuTimes last_others_;
+  uint64_t last_commits_ = 0;
+  const std::vector<PerThread>* per_;
+  const std::vector<int>* other_cpus_;
+  std::vector<TimelinePoint> points_;
 };
 
 }  // namespace
@@ -187,7 +230,10 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         if (p != kMeasure) continue;
         TxnTypeStats& ts = me.types[out.type];
         ts.conflict_aborts += out.conflict_aborts;
-        if (out.committed) ++ts.commits;
+        if (out.committed) {
+          ++ts.commits;
+          me.window_commits.store(me.window_commits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        }
         else ++ts.rollbacks;
         ts.latency.Record(end - start);
       }
@@ -204,6 +250,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   // The rest: where followers and replication threads run (replicated_mode.h).
   const std::vector<int> other_cpus = options.pin_threads ? CpusOtherThan(worker_cpus) : std::vector<int>();
   ProcStat at_begin = ProcStat::Read();
+  std::vector<TimelinePoint> timeline_points;
 
   using Seconds = std::chrono::duration<double>;
   first_due.store(CycleNow());
@@ -218,9 +265,13 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
       phase.compare_exchange_strong(expected, kMeasure);
     }
     const auto deadline = begin.wall + std::chrono::duration_cast<std::chrono::steady_clock::duration>(Seconds(options.seconds));
+    TimelineSampler timeline(options.timeline_seconds, begin.wall, at_begin.Of(other_cpus), &per, &other_cpus);
     while (phase.load() != kStop && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      timeline.Poll(std::chrono::steady_clock::now());
     }
+    timeline.Poll(std::chrono::steady_clock::now(), /*last=*/true);
+    timeline_points = timeline.Take();
     int expected = kMeasure;
     phase.compare_exchange_strong(expected, kStop);
   }
@@ -247,6 +298,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   if (workers_at_begin.context_switches >= 0 && workers_at_end.context_switches >= 0) {
     r.context_switches = workers_at_end.context_switches - workers_at_begin.context_switches;
   }
+  r.timeline = std::move(timeline_points);
   Status first_error;
   for (size_t i = 0; i < type_names.size(); ++i) r.types[i].name = std::string(type_names[i]);
   for (PerThread& me : per) {

@@ -53,6 +53,16 @@ struct DriverOptions {
   // due time. Latencies are measured from the due time, so a thread that
   // falls behind counts its queueing (no coordinated omission).
   double rate_tps = 0;
+  // When > 0: throughput (and the other CPUs' busy time per transaction)
+  // over each interval of this many seconds of the window, in
+  // RunResult::timeline. How a run changes with its age (TPC-C's tables grow).
+  double timeline_seconds = 0;
+};
+
+struct TimelinePoint {
+  double end_seconds = 0;            // since the window began
+  double tps = 0;                    // commits in the interval / its length
+  double other_cpus_us_per_txn = -1; // as RunResult's, over the interval
 };
 
 struct TxnTypeStats {
@@ -85,6 +95,7 @@ struct RunResult {
   // other CPU, or not counted.
   double other_cpus_busy_ms = -1;
   double context_switches = -1;  // machine-wide, in the window; -1: not counted
+  std::vector<TimelinePoint> timeline;  // DriverOptions::timeline_seconds
   // Replicated mode: per committed read-write transaction of the measured
   // window, ticks from its first Begin to when the commit watermark passed
   // its commit ts (when a server would acknowledge it).

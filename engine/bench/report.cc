@@ -69,6 +69,10 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
   if (r.steal_ms >= 0) {
     std::fprintf(out, "the hypervisor took %.0f ms from the workers' CPUs in the window (steal time)\n", r.steal_ms);
   }
+  for (const TimelinePoint& p : r.timeline) {
+    std::fprintf(out, "  at %5.1f s: %8.0f txn/s, other CPUs %6.2f us per transaction\n", p.end_seconds, p.tps,
+                 p.other_cpus_us_per_txn);
+  }
   if (r.other_cpus_busy_ms >= 0) {
     // With --replicas=3 the followers and the replication threads: their
     // cost per transaction, steadier than the throughput ratio on a noisy host.
@@ -131,6 +135,15 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("huge_pages", info.mode.huge_pages ? "true" : "false");
   field("worker_cpu_seconds", Num(r.worker_cpu_seconds));
   field("cpu_normalized_tps", Num(r.cpu_normalized_throughput(info.threads)));
+  if (!r.timeline.empty()) {
+    std::string points = "[";
+    for (const TimelinePoint& p : r.timeline) {
+      if (points.size() > 1) points += ",";
+      points += "{\"end_s\":" + Num(p.end_seconds) + ",\"tps\":" + Num(p.tps) +
+                ",\"other_cpus_us_per_txn\":" + Num(p.other_cpus_us_per_txn) + "}";
+    }
+    field("timeline", points + "]");
+  }
   std::string config = "{";
   for (const auto& [k, v] : info.config) {
     if (config.size() > 1) config += ",";

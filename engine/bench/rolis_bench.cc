@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
   app.add_option("--rate", driver.rate_tps,
                  "open loop: transactions due per second across threads (latency from the due time); 0: closed loop")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--timeline", driver.timeline_seconds,
+                 "every this many seconds of the window: throughput and the other CPUs' time per transaction "
+                 "(how a run changes with its age; 0: off)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
   app.add_flag("--huge-pages", mode_options.huge_pages,
                "back the engine's memory with transparent huge pages (rolisd's --huge-pages; default off, as rolisd)");

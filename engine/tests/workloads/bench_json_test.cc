@@ -100,6 +100,24 @@ class JsonReader {
       if (fields) (*fields)[key] = std::string("{object}");
       return true;
     }
+    if (c == '[') {  // kept as "[N]", N its elements
+      ++pos_;
+      Skip();
+      size_t n = 0;
+      if (!Eat(']')) {
+        for (;;) {
+          Skip();
+          if (!Value(nullptr, key)) return false;
+          ++n;
+          Skip();
+          if (Eat(',')) continue;
+          if (Eat(']')) break;
+          return false;
+        }
+      }
+      if (fields) (*fields)[key] = "[" + std::to_string(n) + "]";
+      return true;
+    }
     if (s_.compare(pos_, 4, "true") == 0 || s_.compare(pos_, 5, "false") == 0) {
       bool v = s_[pos_] == 't';
       pos_ += v ? 4 : 5;
@@ -178,6 +196,33 @@ TEST(RolisBench, TpccPrintsJsonSummaryAsLastLine) {
   CheckRun("--workload=tpcc --threads=2 --seconds=1 --warmup=0 --tpcc-items=5000 --tpcc-customers=300 "
            "--tpcc-new-orders=90",
            "tpcc");
+}
+
+// --timeline: the window in intervals, each with its throughput, in the
+// table and as a JSON array.
+TEST(RolisBench, TimelineSplitsTheWindowIntoIntervals) {
+  int code = -1;
+  std::string out =
+      RunBench("--workload=ycsbpp --threads=1 --seconds=2 --warmup=0 --ycsb-keys=10000 --timeline=0.5", &code);
+  ASSERT_EQ(code, 0) << out;
+  std::map<std::string, std::variant<double, std::string, bool>> f;
+  ASSERT_TRUE(JsonReader(LastLine(out)).ParseObject(&f)) << LastLine(out);
+  ASSERT_TRUE(f.count("timeline")) << LastLine(out);
+  const std::string points = std::get<std::string>(f["timeline"]);
+  EXPECT_TRUE(points == "[4]" || points == "[3]" || points == "[5]") << points;  // a late last poll may split one
+  int lines = 0;
+  for (size_t at = out.find("  at "); at != std::string::npos; at = out.find("  at ", at + 1)) {
+    double end_s = 0, tps = 0;
+    ASSERT_EQ(std::sscanf(out.c_str() + at, "  at %lf s: %lf txn/s", &end_s, &tps), 2);
+    EXPECT_GT(tps, 0);
+    EXPECT_LE(end_s, 2.0 * 1.5);
+    ++lines;
+  }
+  EXPECT_EQ("[" + std::to_string(lines) + "]", points);
+  code = -1;
+  out = RunBench("--workload=ycsbpp --threads=1 --seconds=1 --warmup=0 --ycsb-keys=10000", &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(out.find("\"timeline\""), std::string::npos);  // off by default
 }
 
 TEST(RolisBench, RejectsUnknownWorkload) {
