@@ -98,8 +98,8 @@ class TimelineSampler {
     TimelinePoint p;
     p.end_seconds = std::chrono::duration<double>(now - begin_).count();
     p.tps = n / std::chrono::duration<double>(now - last_at_).count();
-    if (!other_cpus_->empty() && others.busy_ms >= 0 && last_others_.busy_ms >= 0 && n > 0) {
-      p.other_cpus_us_per_txn = (others.busy_ms - last_others_.busy_ms) * 1000 / n;
+    if (!other_cpus_->empty() && others.busy_ms >= 0 && last_others_.busy_ms >= 0) {
+      p.other_cpus_us_per_txn = MicrosPerTxn(others.busy_ms - last_others_.busy_ms, n);
     }
     points_.push_back(p);
     last_at_ = now;

@@ -59,6 +59,12 @@ struct DriverOptions {
   double timeline_seconds = 0;
 };
 
+// Microseconds of busy CPU per committed transaction; -1 when either is
+// unknown (busy_ms < 0) or nothing committed.
+inline double MicrosPerTxn(double busy_ms, uint64_t commits) {
+  return busy_ms >= 0 && commits > 0 ? busy_ms * 1000 / static_cast<double>(commits) : -1;
+}
+
 struct TimelinePoint {
   double end_seconds = 0;            // since the window began
   double tps = 0;                    // commits in the interval / its length
@@ -117,7 +123,7 @@ struct RunResult {
     return worker_cpu_seconds > 0 ? commits * threads / worker_cpu_seconds : 0;
   }
   // Per committed transaction of the window (-1 where not counted).
-  double other_cpus_us_per_txn() const { return other_cpus_busy_ms >= 0 && commits > 0 ? other_cpus_busy_ms * 1000 / commits : -1; }
+  double other_cpus_us_per_txn() const { return MicrosPerTxn(other_cpus_busy_ms, commits); }
   double context_switches_per_txn() const { return context_switches >= 0 && commits > 0 ? context_switches / commits : -1; }
   double abort_rate() const {
     const uint64_t attempts = commits + conflict_aborts;
