@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 	"github.com/rolisdb/rolis/internal/testca"
@@ -18,16 +22,44 @@ import (
 
 // helloRepl calls Hello on a replication port (as id 0: the callee learns
 // nothing from it) with the given transport credentials.
-func helloRepl(addr string, creds credentials.TransportCredentials) error {
+func helloRepl(addr string, creds credentials.TransportCredentials) (*rolisv1.Member, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err = rolisv1.NewReplicationClient(conn).Hello(ctx, &rolisv1.HelloRequest{Self: &rolisv1.Member{}})
-	return err
+	resp, err := rolisv1.NewReplicationClient(conn).Hello(ctx, &rolisv1.HelloRequest{Self: &rolisv1.Member{}})
+	return resp.GetSelf(), err
+}
+
+// acceptStreamServes says whether a member's accept stream port
+// (accept_stream.h) answers a preface and one frame from a caller with the
+// given TLS configuration (nil: plaintext): a refused caller gets the
+// connection closed, or a TLS error, and never a reply frame.
+func acceptStreamServes(addr string, cfg *tls.Config) bool {
+	d := net.Dialer{Timeout: 3 * time.Second}
+	raw, err := d.Dial("tcp", addr)
+	if err != nil {
+		return false
+	}
+	conn := raw
+	if cfg != nil {
+		conn = tls.Client(raw, cfg)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	// The preface and an AcceptRequest frame that does not parse as one of
+	// this cluster's (no stream, no slot): a member answers it with an error.
+	req, _ := proto.Marshal(&rolisv1.AcceptRequest{From: 99})
+	frame := append([]byte("ROLISAS1"), byte(len(req)), byte(len(req)>>8), byte(len(req)>>16), byte(len(req)>>24))
+	if _, err := conn.Write(append(frame, req...)); err != nil {
+		return false
+	}
+	head := make([]byte, 4)
+	_, err = io.ReadFull(conn, head)
+	return err == nil
 }
 
 // Setting: members started with --tls-cert/--tls-key/--tls-ca (one
@@ -61,12 +93,24 @@ func TestTLSReplicationRefusesAnotherCAAndFailsOver(t *testing.T) {
 		}
 	}
 	leader := elect(t, cl)
+	onStream := func() bool {
+		return strings.Contains(cl.member(int(leader)).Log(), "go on its accept stream") &&
+			strings.Contains(cl.member(int(leader)).Log(), "mutual TLS)")
+	}
+	for i := 0; !onStream(); i++ {
+		if i > 100 {
+			t.Fatalf("the leader's accepts do not go on the accept stream over mutual TLS:\n%s",
+				cl.member(int(leader)).LogTail(30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	// The replication port: a member's own certificate is taken (the
 	// control that makes the refusals below mean something), the others not.
 	repl := cl.member(int(leader)).ReplAddr
-	if err := helloRepl(repl, credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(),
-		Certificates: []tls.Certificate{member.TLS}})); err != nil {
+	self, err := helloRepl(repl, credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(),
+		Certificates: []tls.Certificate{member.TLS}}))
+	if err != nil {
 		t.Fatalf("Hello with the cluster's certificate: %v", err)
 	}
 	refused := map[string]credentials.TransportCredentials{
@@ -75,8 +119,28 @@ func TestTLSReplicationRefusesAnotherCAAndFailsOver(t *testing.T) {
 		"another CA's cert": credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{stranger.TLS}}),
 	}
 	for what, creds := range refused {
-		if err := helloRepl(repl, creds); err == nil {
+		if _, err := helloRepl(repl, creds); err == nil {
 			t.Fatalf("Hello with %s was answered", what)
+		}
+	}
+	// The accept stream takes the same certificates: the leader's accepts go
+	// there over mutual TLS, and a member answers only the cluster's callers.
+	if self.GetAcceptStreamPort() == 0 {
+		t.Fatalf("the leader has no accept stream port: %v", self)
+	}
+	host, _, _ := net.SplitHostPort(repl)
+	stream := net.JoinHostPort(host, strconv.Itoa(int(self.GetAcceptStreamPort())))
+	if !acceptStreamServes(stream, &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{member.TLS},
+		ServerName: host}) {
+		t.Fatalf("the accept stream at %s did not answer the cluster's certificate", stream)
+	}
+	for what, cfg := range map[string]*tls.Config{
+		"plaintext":         nil,
+		"no certificate":    {RootCAs: ca.Pool(), ServerName: host},
+		"another CA's cert": {RootCAs: ca.Pool(), Certificates: []tls.Certificate{stranger.TLS}, ServerName: host},
+	} {
+		if acceptStreamServes(stream, cfg) {
+			t.Fatalf("the accept stream answered a caller with %s", what)
 		}
 	}
 

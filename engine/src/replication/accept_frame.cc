@@ -30,28 +30,37 @@ void ReleaseBatch(void* ref) { delete static_cast<BatchPtr*>(ref); }
 
 }  // namespace
 
-grpc::ByteBuffer AcceptFrame(const AcceptMsg& m) {
+AcceptFrameParts AcceptFramePartsOf(const AcceptMsg& m) {
+  AcceptFrameParts out;
   v1::AcceptRequest head;
   ToWire(m, &head, Payload::kOmit);
-  std::string bytes = head.SerializeAsString();
+  out.head = head.SerializeAsString();
   const BatchPtr& batch = m.slot.value;
-  if (!batch || batch->payload.empty()) {
-    grpc::Slice only(bytes);
-    return grpc::ByteBuffer(&only, 1);
-  }
+  if (!batch || batch->payload.empty()) return out;
   // slot { value { encoded: payload } }, the lengths from the inside out.
   const size_t n = batch->payload.size();
   const size_t encoded_field = FieldHeaderSize(v1::Batch::kEncodedFieldNumber, n) + n;
   const size_t value_field = FieldHeaderSize(v1::Slot::kValueFieldNumber, encoded_field) + encoded_field;
-  PutFieldHeader(&bytes, v1::AcceptRequest::kSlotFieldNumber, value_field);
-  PutFieldHeader(&bytes, v1::Slot::kValueFieldNumber, encoded_field);
-  PutFieldHeader(&bytes, v1::Batch::kEncodedFieldNumber, n);
-  grpc::Slice parts[2] = {
-      grpc::Slice(bytes),
-      // gRPC only reads the bytes; the Slice constructor takes a non-const pointer.
-      grpc::Slice(const_cast<char*>(batch->payload.data()), n, ReleaseBatch, new BatchPtr(batch)),
+  PutFieldHeader(&out.head, v1::AcceptRequest::kSlotFieldNumber, value_field);
+  PutFieldHeader(&out.head, v1::Slot::kValueFieldNumber, encoded_field);
+  PutFieldHeader(&out.head, v1::Batch::kEncodedFieldNumber, n);
+  out.batch = batch;
+  return out;
+}
+
+grpc::ByteBuffer AcceptFrame(const AcceptMsg& m) {
+  AcceptFrameParts parts = AcceptFramePartsOf(m);
+  if (!parts.batch) {
+    grpc::Slice only(parts.head);
+    return grpc::ByteBuffer(&only, 1);
+  }
+  const size_t n = parts.batch->payload.size();
+  char* payload = const_cast<char*>(parts.batch->payload.data());  // gRPC only reads it
+  grpc::Slice slices[2] = {
+      grpc::Slice(parts.head),
+      grpc::Slice(payload, n, ReleaseBatch, new BatchPtr(std::move(parts.batch))),
   };
-  return grpc::ByteBuffer(parts, 2);
+  return grpc::ByteBuffer(slices, 2);
 }
 
 }  // namespace rolis::replication::wire

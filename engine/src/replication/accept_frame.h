@@ -15,9 +15,23 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
+#include <string>
+#include <string_view>
+
 #include "types.h"
 
 namespace rolis::replication::wire {
+
+// The same bytes in two parts, for a writer of its own (accept_stream.h):
+// the serialized head and the batch's payload, which `batch` keeps alive.
+struct AcceptFrameParts {
+  std::string head;
+  BatchPtr batch;
+  std::string_view payload() const {
+    return batch ? std::string_view(batch->payload) : std::string_view();
+  }
+};
+AcceptFrameParts AcceptFramePartsOf(const AcceptMsg& m);
 
 grpc::ByteBuffer AcceptFrame(const AcceptMsg& m);
 

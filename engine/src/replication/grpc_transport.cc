@@ -1,11 +1,14 @@
 #include "rolis/thread_name.h"
 #include "grpc_transport.h"
 
+#include <spdlog/spdlog.h>
+
 #include <fstream>
 #include <random>
 #include <sstream>
 
 #include "accept_frame.h"
+#include "accept_stream.h"
 #include "wire.h"
 
 namespace rolis::replication {
@@ -42,6 +45,7 @@ class GrpcTransport::Sender {
       std::lock_guard<std::mutex> g(mu_);
       stop_ = true;
       if (ctx_) ctx_->TryCancel();
+      if (conn_) conn_->Shutdown();
     }
     cv_.notify_all();
     if (writer_.joinable()) writer_.join();
@@ -68,73 +72,164 @@ class GrpcTransport::Sender {
         cv_.wait(lk, [&] { return stop_ || !q_.empty(); });
         if (stop_) return;
       }
-      auto ctx = std::make_unique<grpc::ClientContext>();
+      // The accept stream when the peer told its port (Hello), else gRPC's
+      // Replicate call (a peer without one, or TLS without it).
+      const uint16_t port = t_->o_.tls && !t_->o_.security.client ? 0 : t_->AcceptStreamPortOf(peer_);
+      const bool got_reply = port != 0 ? OneConnection(port) : OneCall();
       {
         std::lock_guard<std::mutex> g(mu_);
-        if (stop_) return;
-        ctx_ = ctx.get();
-      }
-      // The generated stub's Replicate, with the requests as prebuilt bytes
-      // (AcceptFrame: the payload is not copied).
-      std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, v1::AcceptResponse>> rw(
-          grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, v1::AcceptResponse>::Create(
-              t_->ChannelOf(peer_), kReplicateMethod, ctx.get()));
-      std::atomic<bool> reader_done{false};
-      std::atomic<bool> got_reply{false};
-      std::thread reader([&] {
-        NameThisThread("rolis-recv-" + std::to_string(peer_) + "." + std::to_string(stream_));
-        v1::AcceptResponse resp;
-        while (rw->Read(&resp)) {
-          got_reply.store(true);
-          if (t_->Dropped(peer_)) continue;
-          if (ReplicaHandler* h = t_->handler()) h->OnAcceptReply(peer_, wire::FromWire(resp));
-        }
-        reader_done.store(true);
-        cv_.notify_all();
-      });
-      bool broken = false;
-      while (!broken) {
-        std::deque<AcceptMsg> batch;
-        {
-          std::unique_lock<std::mutex> lk(mu_);
-          cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return stop_ || !q_.empty() || reader_done.load(); });
-          if (stop_ || reader_done.load()) break;
-          batch.swap(q_);
-        }
-        for (const AcceptMsg& m : batch) {
-          if (t_->Dropped(peer_)) continue;
-          int copies = 1;
-          if (uint32_t loss = t_->loss_ppm(), dup = t_->dup_ppm(); loss + dup > 0) {
-            if (rng_seed_ != t_->fault_seed()) {
-              rng_seed_ = t_->fault_seed();
-              rng_.seed(rng_seed_ * 1000003 + peer_ * 101 + stream_);
-            }
-            uint32_t draw = static_cast<uint32_t>(rng_() % 1000000);
-            if (draw < loss) copies = 0;
-            else if (draw < loss + dup) copies = 2;
-          }
-          if (copies == 0) continue;
-          const grpc::ByteBuffer frame = wire::AcceptFrame(m);
-          for (int i = 0; i < copies && !broken; i++) {
-            if (!rw->Write(frame)) broken = true;
-          }
-          if (broken) break;
-        }
-      }
-      ctx->TryCancel();
-      reader.join();
-      (void)rw->Finish();
-      {
-        std::lock_guard<std::mutex> g(mu_);
-        ctx_ = nullptr;
         if (stop_) return;
       }
       // What was in flight on this call may be lost: the leader resends.
       if (ReplicaHandler* h = t_->handler()) h->OnLinkReset(peer_, stream_);
-      backoff = got_reply.load() ? std::chrono::milliseconds(20) : std::min(backoff * 2, std::chrono::milliseconds(500));
+      backoff = got_reply ? std::chrono::milliseconds(20) : std::min(backoff * 2, std::chrono::milliseconds(500));
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait_for(lk, backoff, [&] { return stop_; });
       if (stop_) return;
+    }
+  }
+
+  // One Replicate call, until it breaks or the sender stops. True when a
+  // reply came.
+  bool OneCall() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stop_) return false;
+      ctx_ = ctx.get();
+    }
+    // The generated stub's Replicate, with the requests as prebuilt bytes
+    // (AcceptFrame: the payload is not copied).
+    std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, v1::AcceptResponse>> rw(
+        grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, v1::AcceptResponse>::Create(
+            t_->ChannelOf(peer_), kReplicateMethod, ctx.get()));
+    std::atomic<bool> reader_done{false};
+    std::atomic<bool> got_reply{false};
+    std::thread reader([&] {
+      NameThisThread("rolis-recv-" + std::to_string(peer_) + "." + std::to_string(stream_));
+      v1::AcceptResponse resp;
+      while (rw->Read(&resp)) {
+        got_reply.store(true);
+        Deliver(resp);
+      }
+      reader_done.store(true);
+      cv_.notify_all();
+    });
+    WriteUntilBroken(reader_done, [&](const AcceptMsg& m, int copies) {
+      const grpc::ByteBuffer frame = wire::AcceptFrame(m);
+      for (int i = 0; i < copies; i++) {
+        if (!rw->Write(frame)) return false;
+      }
+      return true;
+    });
+    ctx->TryCancel();
+    reader.join();
+    (void)rw->Finish();
+    std::lock_guard<std::mutex> g(mu_);
+    ctx_ = nullptr;
+    return got_reply.load();
+  }
+
+  // One accept stream connection (accept_stream.h), until it breaks or the
+  // sender stops. True when a reply came.
+  bool OneConnection(uint16_t port) {
+    std::string error;
+    const std::string host = HostOf(t_->AddressOf(peer_));
+    int fd = DialTcp(host, port, std::chrono::milliseconds(1000), &error);
+    std::unique_ptr<ByteStream> stream;
+    if (fd >= 0) {
+      const StreamSecurity& sec = t_->o_.security;
+      stream = sec.client ? sec.client(fd, host, &error) : WrapSocket(fd);
+    }
+    if (!stream) {
+      if (dial_failures_++ % 50 == 0) {
+        spdlog::warn("replication: accepts to member {} (stream {}) go on the replication port: its accept stream "
+                     "at {}:{} failed: {}", peer_, stream_, host, port, error);
+      }
+      on_stream_ = false;
+      // The port may be stale (the peer restarted): ask its Hello again.
+      t_->SetAcceptStreamPort(peer_, 0);
+      return false;
+    }
+    if (!on_stream_) {  // logged when accepts move between the two paths, not per reconnection
+      on_stream_ = true;
+      spdlog::info("replication: accepts to member {} (stream {}) go on its accept stream at {}:{} ({})", peer_,
+                   stream_, host, port, t_->o_.tls ? "mutual TLS" : "plaintext");
+    }
+    auto conn = std::make_shared<FrameConn>(std::move(stream), static_cast<size_t>(t_->o_.max_message_bytes));
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (stop_) return false;
+      conn_ = conn;
+    }
+    std::atomic<bool> reader_done{false};
+    std::atomic<bool> got_reply{false};
+    std::thread reader([&] {
+      NameThisThread("rolis-recv-" + std::to_string(peer_) + "." + std::to_string(stream_));
+      std::string frame;
+      v1::AcceptResponse resp;
+      while (conn->ReadFrame(&frame)) {
+        if (!resp.ParseFromString(frame)) break;  // a peer that speaks something else
+        got_reply.store(true);
+        Deliver(resp);
+      }
+      reader_done.store(true);
+      cv_.notify_all();
+    });
+    if (conn->WritePreface()) {
+      WriteUntilBroken(reader_done, [&](const AcceptMsg& m, int copies) {
+        const wire::AcceptFrameParts frame = wire::AcceptFramePartsOf(m);
+        const std::string_view parts[2] = {frame.head, frame.payload()};
+        for (int i = 0; i < copies; i++) {
+          if (!conn->WriteFrame(parts, 2)) return false;
+        }
+        return true;
+      });
+    }
+    conn->Shutdown();
+    reader.join();
+    // Not a member's accept stream, or not one that answers: gRPC until
+    // its next Hello says the port again.
+    if (!got_reply.load()) {
+      t_->SetAcceptStreamPort(peer_, 0);
+      on_stream_ = false;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    conn_ = nullptr;
+    return got_reply.load();
+  }
+
+  void Deliver(const v1::AcceptResponse& resp) {
+    if (t_->Dropped(peer_)) return;
+    if (ReplicaHandler* h = t_->handler()) h->OnAcceptReply(peer_, wire::FromWire(resp));
+  }
+
+  // Writes what is queued, with the test faults, until a write fails, the
+  // reader ends or the sender stops. `write(m, copies)` sends m copies times.
+  template <typename Write>
+  void WriteUntilBroken(const std::atomic<bool>& reader_done, Write write) {
+    while (true) {
+      std::deque<AcceptMsg> batch;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait_for(lk, std::chrono::milliseconds(100), [&] { return stop_ || !q_.empty() || reader_done.load(); });
+        if (stop_ || reader_done.load()) return;
+        batch.swap(q_);
+      }
+      for (const AcceptMsg& m : batch) {
+        if (t_->Dropped(peer_)) continue;
+        int copies = 1;
+        if (uint32_t loss = t_->loss_ppm(), dup = t_->dup_ppm(); loss + dup > 0) {
+          if (rng_seed_ != t_->fault_seed()) {
+            rng_seed_ = t_->fault_seed();
+            rng_.seed(rng_seed_ * 1000003 + peer_ * 101 + stream_);
+          }
+          uint32_t draw = static_cast<uint32_t>(rng_() % 1000000);
+          if (draw < loss) copies = 0;
+          else if (draw < loss + dup) copies = 2;
+        }
+        if (copies > 0 && !write(m, copies)) return;
+      }
     }
   }
 
@@ -145,7 +240,10 @@ class GrpcTransport::Sender {
   std::deque<AcceptMsg> q_;
   uint64_t rng_seed_ = 0;
   std::mt19937_64 rng_;
-  grpc::ClientContext* ctx_ = nullptr;
+  grpc::ClientContext* ctx_ = nullptr;   // the call up, if any
+  std::shared_ptr<FrameConn> conn_;      // or the accept stream connection
+  uint64_t dial_failures_ = 0;
+  bool on_stream_ = false;  // the last connection was an accept stream's
   bool stop_ = false;
   std::thread writer_;
 };
@@ -174,6 +272,7 @@ void GrpcTransport::AddPeer(uint32_t id, const std::string& address) {
   auto ch = grpc::CreateCustomChannel(
       address, o_.credentials ? o_.credentials : grpc::InsecureChannelCredentials(), args_);
   stubs_[id] = v1::Replication::NewStub(ch);
+  addresses_[id] = address;
   channels_[id] = std::move(ch);
   for (uint32_t t = 0; t < o_.streams; t++) {
     auto& s = senders_[{id, t}];
@@ -203,7 +302,44 @@ void GrpcTransport::Stop() {
     for (auto& [k, s] : senders_) senders.push_back(s.get());
   }
   for (Sender* s : senders) s->Stop();
+  if (listener_) listener_->Stop();
   if (drop_watcher_.joinable()) drop_watcher_.join();
+}
+
+bool GrpcTransport::ListenAcceptStream(uint16_t port, std::string* error) {
+  auto serve = [this](std::string& request, std::string* reply) {
+    v1::AcceptRequest req;
+    if (!req.ParseFromString(request)) return AcceptStreamListener::Served::kClose;
+    v1::AcceptResponse resp;
+    switch (ServeAccept(std::move(req), &resp)) {
+      case Served::kNotReady: return AcceptStreamListener::Served::kClose;
+      case Served::kDropped: return AcceptStreamListener::Served::kNoReply;
+      case Served::kReply: break;
+    }
+    resp.SerializeToString(reply);
+    return AcceptStreamListener::Served::kReply;
+  };
+  auto l = std::make_unique<AcceptStreamListener>(o_.security, static_cast<size_t>(o_.max_message_bytes), serve);
+  if (!l->Start(port, error)) return false;
+  listener_ = std::move(l);
+  return true;
+}
+
+void GrpcTransport::SetAcceptStreamPort(uint32_t peer, uint16_t port) {
+  std::lock_guard<std::mutex> g(peers_mu_);
+  stream_ports_[peer] = port;
+}
+
+uint16_t GrpcTransport::AcceptStreamPortOf(uint32_t peer) const {
+  std::lock_guard<std::mutex> g(peers_mu_);
+  auto it = stream_ports_.find(peer);
+  return it == stream_ports_.end() ? 0 : it->second;
+}
+
+std::string GrpcTransport::AddressOf(uint32_t peer) const {
+  std::lock_guard<std::mutex> g(peers_mu_);
+  auto it = addresses_.find(peer);
+  return it == addresses_.end() ? std::string() : it->second;
 }
 
 void GrpcTransport::WatchDropFile() {
@@ -363,6 +499,28 @@ const grpc::Status kNotReady(grpc::StatusCode::UNAVAILABLE, "replication is not 
 const grpc::Status kDropped(grpc::StatusCode::UNAVAILABLE, "dropped (test partition)");
 }  // namespace
 
+GrpcTransport::Served GrpcTransport::ServeAccept(v1::AcceptRequest&& req, v1::AcceptResponse* resp) {
+  ReplicaHandler* h = handler();
+  if (!h) return Served::kNotReady;
+  if (Dropped(req.from())) return Served::kDropped;  // as if lost on the way
+  AcceptMsg m;
+  std::string err;
+  AcceptReply r;
+  const uint32_t stream_id = req.stream();
+  const uint64_t slot_index = req.slot().index();
+  if (!wire::FromWire(std::move(req), &m, &err)) {
+    r.from = self();
+    r.stream = stream_id;
+    r.slot_index = slot_index;
+    r.error = err;
+  } else {
+    r = h->HandleAccept(m);
+  }
+  resp->Clear();
+  wire::ToWire(r, resp);
+  return Served::kReply;
+}
+
 grpc::Status ReplicationService::Promise(grpc::ServerContext*, const v1::PromiseRequest* req,
                                          v1::PromiseResponse* resp) {
   ReplicaHandler* h = t_->handler();
@@ -378,24 +536,11 @@ grpc::Status ReplicationService::Replicate(grpc::ServerContext* ctx,
   v1::AcceptRequest req;
   v1::AcceptResponse resp;
   while (stream->Read(&req)) {
-    ReplicaHandler* h = t_->handler();
-    if (!h) return kNotReady;
-    if (t_->Dropped(req.from())) continue;  // as if lost on the way
-    AcceptMsg m;
-    std::string err;
-    AcceptReply r;
-    const uint32_t stream_id = req.stream();
-    const uint64_t slot_index = req.slot().index();
-    if (!wire::FromWire(std::move(req), &m, &err)) {
-      r.from = t_->self();
-      r.stream = stream_id;
-      r.slot_index = slot_index;
-      r.error = err;
-    } else {
-      r = h->HandleAccept(m);
+    switch (t_->ServeAccept(std::move(req), &resp)) {
+      case GrpcTransport::Served::kNotReady: return kNotReady;
+      case GrpcTransport::Served::kDropped: continue;
+      case GrpcTransport::Served::kReply: break;
     }
-    resp.Clear();
-    wire::ToWire(r, &resp);
     if (!stream->Write(resp)) break;
   }
   return grpc::Status::OK;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "rolis/v1/replication.grpc.pb.h"
+#include "accept_stream.h"
 #include "transport.h"
 
 namespace rolis::replication {
@@ -45,6 +46,10 @@ class GrpcTransport final : public Transport {
     std::string drop_peers_file;
     // How peers are dialed (peer_tls.h); null: plaintext.
     std::shared_ptr<grpc::ChannelCredentials> credentials;
+    // How accept stream connections are secured (null members: plaintext);
+    // with `tls` and no security.client, accepts stay on gRPC.
+    StreamSecurity security;
+    bool tls = false;
   };
   explicit GrpcTransport(Options o);
   ~GrpcTransport() override;
@@ -60,6 +65,21 @@ class GrpcTransport final : public Transport {
   Status Hello(uint32_t peer, const v1::Member& self, v1::Member* out, std::chrono::milliseconds timeout);
   // A member learned from a configuration (membership.h); no-op if known.
   void AddPeer(uint32_t id, const std::string& address) override;
+
+  // The accept stream (accept_stream.h). This member listens at `port` (0:
+  // any free port) and tells its peers the port it got in Hello; once a
+  // peer's port is known, accepts to it go there instead of gRPC's
+  // Replicate call. False with the reason in *error.
+  bool ListenAcceptStream(uint16_t port, std::string* error);
+  uint16_t accept_stream_port() const { return listener_ ? listener_->port() : 0; }
+  // What a peer said in Hello (0: none, or it failed: use gRPC).
+  void SetAcceptStreamPort(uint32_t peer, uint16_t port);
+  uint16_t AcceptStreamPortOf(uint32_t peer) const;
+  std::string AddressOf(uint32_t peer) const;
+
+  // One accept received on either path, answered in *resp when kReply.
+  enum class Served { kReply, kDropped, kNotReady };
+  Served ServeAccept(v1::AcceptRequest&& req, v1::AcceptResponse* resp);
 
   // The test knob: true when traffic with `peer` is dropped.
   bool Dropped(uint32_t peer) const {
@@ -83,6 +103,9 @@ class GrpcTransport final : public Transport {
   std::map<uint32_t, std::shared_ptr<grpc::Channel>> channels_;
   std::map<uint32_t, std::unique_ptr<v1::Replication::Stub>> stubs_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<Sender>> senders_;
+  std::map<uint32_t, std::string> addresses_;
+  std::map<uint32_t, uint16_t> stream_ports_;  // peers' accept stream ports
+  std::unique_ptr<AcceptStreamListener> listener_;
   std::atomic<uint64_t> drop_mask_{0};
   std::atomic<uint32_t> loss_ppm_{0}, dup_ppm_{0};  // test faults, parts per million
   std::atomic<uint64_t> fault_seed_{1};

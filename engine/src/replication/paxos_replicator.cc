@@ -108,6 +108,8 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   }
   if (!MakePeerCredentials(c, &creds_, &creds_error_)) creds_ = PeerCredentials{};
   to.credentials = creds_.channel;
+  to.security = creds_.stream;
+  to.tls = creds_.tls;
   transport_ = std::make_unique<GrpcTransport>(to);
   TsClock clock;
   const uint64_t before = nanos_before_open_;
@@ -163,6 +165,16 @@ void PaxosReplicator::Start() {
                  o_.config.peers.size(), repl_address_, creds_.tls ? "mutual TLS" : "plaintext",
                  replica_->options().streams, replica_->options().batch_size, replica_->options().batch_timeout.count());
   }
+  if (o_.config.accept_stream_port >= 0 && (!creds_.tls || creds_.stream.server)) {
+    std::string error;
+    if (transport_->ListenAcceptStream(static_cast<uint16_t>(o_.config.accept_stream_port), &error)) {
+      spdlog::info("replication: accept stream on port {} ({})", transport_->accept_stream_port(),
+                   creds_.tls ? "mutual TLS" : "plaintext");
+    } else {
+      // Peers then use the gRPC port for accepts too.
+      spdlog::warn("replication: no accept stream ({}); accepts go on the replication port", error);
+    }
+  }
   replica_->Start();
   hello_thread_ = std::thread([this] { HelloLoop(); });
   if (o_.config.election == server::Election::kBuiltin) {
@@ -214,12 +226,14 @@ v1::Member PaxosReplicator::Self() const {
   m.set_address(repl_address_);
   m.set_admin_address(Advertised(o_.config.admin_listen, repl_address_));
   m.set_client_address(Advertised(o_.config.ClientAddress(), repl_address_));
+  m.set_accept_stream_port(transport_->accept_stream_port());
   return m;
 }
 
 v1::Member PaxosReplicator::OnHello(const v1::Member& caller) {
   // Any member may call: one added by a membership change is not in --peers.
   if (caller.id() != 0 && caller.id() != o_.config.id) {
+    transport_->SetAcceptStreamPort(caller.id(), static_cast<uint16_t>(caller.accept_stream_port()));
     std::lock_guard<std::mutex> g(members_mu_);
     members_[caller.id()] = caller;
   }
@@ -245,6 +259,7 @@ void PaxosReplicator::HelloLoop() {
       if (p.id == o_.config.id) continue;
       v1::Member m;
       if (transport_->Hello(p.id, Self(), &m, std::chrono::milliseconds(500)).ok() && m.id() == p.id) {
+        transport_->SetAcceptStreamPort(p.id, static_cast<uint16_t>(m.accept_stream_port()));
         std::lock_guard<std::mutex> g(members_mu_);
         members_[p.id] = m;
       } else {

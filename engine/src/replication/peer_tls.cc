@@ -4,6 +4,7 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include "server/server.h"
+#include "tls_stream.h"
 
 namespace rolis::replication {
 
@@ -32,6 +33,13 @@ bool MakePeerCredentials(const server::ServerConfig& c, PeerCredentials* out, st
   out->channel = grpc::experimental::TlsCredentials(options);
   if (!out->channel) {
     *error = "cannot create TLS channel credentials for the replication peers";
+    return false;
+  }
+  // The accept stream's mutual TLS, from the same files (tls_stream.h).
+  TlsFiles files{c.tls_cert, c.tls_key, c.tls_ca, c.tls_refresh_interval};
+  std::string why;
+  if (!MakeTlsStreamSecurity(files, &out->stream, &why)) {
+    *error = "replication accept stream: " + why;
     return false;
   }
   out->tls = true;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "accept_stream.h"
 #include "server/config.h"
 
 namespace rolis::replication {
@@ -19,6 +20,8 @@ namespace rolis::replication {
 struct PeerCredentials {
   std::shared_ptr<grpc::ServerCredentials> server;
   std::shared_ptr<grpc::ChannelCredentials> channel;
+  // The accept stream's (accept_stream.h); empty members: plaintext.
+  StreamSecurity stream;
   bool tls = false;
 };
 

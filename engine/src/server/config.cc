@@ -218,6 +218,11 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   app.add_option("--max-inflight-batches", c.max_inflight_batches,
                  "Per stream: batches sent beyond the majority-accepted prefix before commits wait (flow control)")
       ->envname("ROLISD_MAX_INFLIGHT_BATCHES")->capture_default_str()->group("Replication");
+  app.add_option("--accept-stream-port", c.accept_stream_port,
+                 "TCP port of this member's accept stream, the leader's accepts framed apart from gRPC (cheaper "
+                 "per message); 0 = any free port (peers learn it), -1 = none: accepts go on the replication port")
+      ->envname("ROLISD_ACCEPT_STREAM_PORT")->capture_default_str()->check(CLI::Range(-1, 65535))
+      ->group("Replication");
   app.add_option("--test-drop-peers-file", c.test_drop_peers_file,
                  "For tests only: drop replication traffic with the member ids listed in this file (a partition)")
       ->envname("ROLISD_TEST_DROP_PEERS_FILE")->group("Replication");

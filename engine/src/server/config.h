@@ -47,6 +47,10 @@ struct ServerConfig {
   std::chrono::microseconds batch_timeout{1000};         // ... or after this long
   uint32_t max_inflight_batches = 64;                    // per stream, beyond the majority-accepted prefix
   std::chrono::milliseconds election_timeout{1500};      // --election=builtin
+  // The leader's accepts and their replies go on a framed TCP connection of
+  // their own at this port (0: any free port, told to peers in Hello; -1:
+  // none, gRPC's Replicate call carries them). docs/replication.md, "Transport".
+  int accept_stream_port = 0;
   std::string test_drop_peers_file;                      // tests only: drop traffic with the ids listed there
 
   // Engine.

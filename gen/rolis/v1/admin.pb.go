@@ -333,8 +333,12 @@ type Member struct {
 	// other members through admin_address.
 	AdminAddress  string `protobuf:"bytes,3,opt,name=admin_address,json=adminAddress,proto3" json:"admin_address,omitempty"`
 	ClientAddress string `protobuf:"bytes,4,opt,name=client_address,json=clientAddress,proto3" json:"client_address,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The TCP port of the member's accept stream (the leader's accepts to it
+	// and its replies, framed apart from gRPC: docs/replication.md,
+	// "Transport"), at the host of `address`; 0 when it has none.
+	AcceptStreamPort uint32 `protobuf:"varint,5,opt,name=accept_stream_port,json=acceptStreamPort,proto3" json:"accept_stream_port,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Member) Reset() {
@@ -393,6 +397,13 @@ func (x *Member) GetClientAddress() string {
 		return x.ClientAddress
 	}
 	return ""
+}
+
+func (x *Member) GetAcceptStreamPort() uint32 {
+	if x != nil {
+		return x.AcceptStreamPort
+	}
+	return 0
 }
 
 type StatusRequest struct {
@@ -1117,12 +1128,13 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"first_slot\x18\x03 \x01(\x04R\tfirstSlot\x12%\n" +
 	"\x0ecommitted_slot\x18\x04 \x01(\x04R\rcommittedSlot\x125\n" +
 	"\rcommitted_key\x18\x05 \x01(\v2\x10.rolis.v1.LogKeyR\fcommittedKey\x123\n" +
-	"\freplayed_key\x18\x06 \x01(\v2\x10.rolis.v1.LogKeyR\vreplayedKey\"~\n" +
+	"\freplayed_key\x18\x06 \x01(\v2\x10.rolis.v1.LogKeyR\vreplayedKey\"\xac\x01\n" +
 	"\x06Member\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12#\n" +
 	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12%\n" +
-	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\"\x0f\n" +
+	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\x12,\n" +
+	"\x12accept_stream_port\x18\x05 \x01(\rR\x10acceptStreamPort\"\x0f\n" +
 	"\rStatusRequest\"\x80\x05\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\"\n" +

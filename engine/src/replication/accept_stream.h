@@ -1,0 +1,130 @@
+// The accept stream: the leader's Accepts to one follower and the follower's
+// AcceptReplies, as length-prefixed protobuf frames on a TCP connection of
+// their own, beside the gRPC port that carries everything else (Promise,
+// Control, Snapshot, Hello).
+//
+// Why not gRPC's Replicate call: every accept message woke about a dozen
+// threads across the two members in gRPC 1.51 (its pollers hand the bytes to
+// a server thread, the reply to another; docs/benchmarks.md), and on the
+// one vCPU that two followers share that per-message cost was a third of
+// their CPU per transaction. Here a message wakes the follower's connection
+// thread, and its reply the leader's reader thread.
+//
+// A connection starts with the dialer's preface: the 8 bytes of kPreface,
+// then frames both ways. A frame is a 4-byte little-endian length, then
+// that many bytes (an AcceptRequest to the follower, an AcceptResponse
+// back). A frame longer than the limit, a bad preface or bytes that do not
+// parse close that connection and nothing else (the leader redials and
+// resends, as after any lost connection).
+//
+// With TLS (--tls-cert) the connection is mutual TLS with the same files as
+// the gRPC port (tls_stream.h); without it, plaintext like that port.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rolis::replication {
+
+inline constexpr char kPreface[8] = {'R', 'O', 'L', 'I', 'S', 'A', 'S', '1'};
+
+// A connected byte stream (plaintext TCP or TLS over it).
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Whole writes: false when the connection is gone.
+  virtual bool WriteAll(const iovec* parts, int n) = 0;
+  // Up to `len` bytes; 0 when the connection is gone.
+  virtual size_t ReadSome(char* buf, size_t len) = 0;
+  // Unblocks a reader or writer in another thread; the stream is then dead.
+  virtual void Shutdown() = 0;
+};
+
+// Frames over a ByteStream. Reads are buffered: one read(2) usually brings
+// a whole frame (or several).
+class FrameConn {
+ public:
+  FrameConn(std::unique_ptr<ByteStream> s, size_t max_frame) : s_(std::move(s)), max_frame_(max_frame) {}
+  // The frame's bytes are `parts` one after the other.
+  bool WriteFrame(const std::string_view* parts, int n);
+  bool WriteFrame(std::string_view bytes) { return WriteFrame(&bytes, 1); }
+  bool WritePreface();
+  // False when the connection is gone or sent a frame over the limit.
+  bool ReadFrame(std::string* out);
+  bool ReadPreface();
+  void Shutdown() { s_->Shutdown(); }
+
+ private:
+  bool Fill(size_t need);  // until at least `need` bytes are buffered
+  std::unique_ptr<ByteStream> s_;
+  size_t max_frame_;
+  std::string buf_;
+  size_t start_ = 0, end_ = 0;
+};
+
+// No Nagle delay, keepalive and a user timeout (a vanished peer is noticed).
+void TuneSocket(int fd);
+// Plaintext TCP over a connected socket (tuned). DialTcp gives -1 with the
+// reason in *error.
+std::unique_ptr<ByteStream> WrapSocket(int fd);
+int DialTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout, std::string* error);
+// "host:port" → host (brackets of an IPv6 literal removed).
+std::string HostOf(const std::string& address);
+
+// How a TLS member wraps a socket it accepted or dialed (null: plaintext).
+// `peer_host` is the name the dialer verifies the certificate against.
+// Each takes the socket: it is closed when the stream goes or on failure.
+struct StreamSecurity {
+  std::function<std::unique_ptr<ByteStream>(int fd, std::string* error)> server;
+  std::function<std::unique_ptr<ByteStream>(int fd, const std::string& peer_host, std::string* error)> client;
+};
+
+// The follower's side: accepts connections and serves each on a thread of
+// its own; `serve` answers one request frame.
+class AcceptStreamListener {
+ public:
+  enum class Served { kReply, kNoReply, kClose };
+  using Serve = std::function<Served(std::string& request, std::string* reply)>;
+  AcceptStreamListener(StreamSecurity security, size_t max_frame, Serve serve)
+      : security_(std::move(security)), max_frame_(max_frame), serve_(std::move(serve)) {}
+  ~AcceptStreamListener() { Stop(); }
+  // Listens on every interface at `port` (0: any free port). False with the
+  // reason in *error.
+  bool Start(uint16_t port, std::string* error);
+  uint16_t port() const { return port_; }
+  void Stop();
+  size_t connections() const { return open_.load(); }
+
+ private:
+  // A served connection; the acceptor joins those done before it adds one.
+  struct Conn {
+    std::thread thread;
+    std::shared_ptr<FrameConn> frames;  // null until set up, and once done
+    bool done = false;
+  };
+  void AcceptLoop();
+  void ServeConnection(Conn* c, int fd);
+  void ReapDone();
+  StreamSecurity security_;
+  size_t max_frame_;
+  Serve serve_;
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> open_{0};
+  std::thread acceptor_;
+  std::mutex mu_;  // conns_ and each Conn's frames and done
+  std::list<Conn> conns_;
+};
+
+}  // namespace rolis::replication

@@ -1,0 +1,220 @@
+#include "tls_stream.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <mutex>
+
+namespace rolis::replication {
+namespace {
+
+using CtxPtr = std::shared_ptr<SSL_CTX>;
+
+std::string OpenSslError(const std::string& what) {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return what;
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  return what + ": " + buf;
+}
+
+// A context for one side from the files; null with the reason in *error.
+CtxPtr LoadContext(const TlsFiles& f, bool server, std::string* error) {
+  CtxPtr ctx(SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()), SSL_CTX_free);
+  if (!ctx) {
+    *error = OpenSslError("cannot create a TLS context");
+    return nullptr;
+  }
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION);
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), f.cert.c_str()) != 1) {
+    *error = OpenSslError("cannot use --tls-cert " + f.cert);
+    return nullptr;
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx.get(), f.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx.get()) != 1) {
+    *error = OpenSslError("cannot use --tls-key " + f.key);
+    return nullptr;
+  }
+  if (SSL_CTX_load_verify_locations(ctx.get(), f.ca.c_str(), nullptr) != 1) {
+    *error = OpenSslError("cannot use --tls-ca " + f.ca);
+    return nullptr;
+  }
+  // Both sides present a certificate and verify the other's.
+  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  return ctx;
+}
+
+// The context of one side, read again from the files after `refresh`.
+class ContextCache {
+ public:
+  ContextCache(TlsFiles f, bool server) : f_(std::move(f)), server_(server) {}
+  CtxPtr Get(std::string* error) {
+    std::lock_guard<std::mutex> g(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (!ctx_ || now - loaded_ >= f_.refresh) {
+      CtxPtr fresh = LoadContext(f_, server_, error);
+      if (fresh) ctx_ = std::move(fresh);  // else keep the last good one (a rotation half written)
+      loaded_ = now;
+    }
+    return ctx_;
+  }
+
+ private:
+  TlsFiles f_;
+  bool server_;
+  std::mutex mu_;
+  CtxPtr ctx_;
+  std::chrono::steady_clock::time_point loaded_;
+};
+
+class TlsStream final : public ByteStream {
+ public:
+  TlsStream(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
+  ~TlsStream() override {
+    SSL_free(ssl_);
+    ::close(fd_);
+  }
+
+  // The handshake, within `timeout`. False with the reason in *error.
+  bool Handshake(bool server, std::chrono::milliseconds timeout, std::string* error) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      ERR_clear_error();
+      const int rc = server ? SSL_accept(ssl_) : SSL_connect(ssl_);
+      if (rc == 1) return true;
+      const int e = SSL_get_error(ssl_, rc);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || left.count() <= 0 ||
+          !Wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, static_cast<int>(left.count()))) {
+        std::string why = OpenSslError("TLS handshake failed");
+        const long verify = SSL_get_verify_result(ssl_);
+        if (verify != X509_V_OK) why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+        if (left.count() <= 0) why = "TLS handshake timed out";
+        *error = why;
+        return false;
+      }
+    }
+  }
+
+  bool WriteAll(const iovec* parts, int n) override {
+    for (int i = 0; i < n; i++) {
+      const char* p = static_cast<const char*>(parts[i].iov_base);
+      size_t left = parts[i].iov_len;
+      while (left > 0) {
+        std::unique_lock<std::mutex> lk(mu_);
+        if (dead_) return false;
+        ERR_clear_error();
+        const int rc = SSL_write(ssl_, p, static_cast<int>(std::min<size_t>(left, 1 << 30)));
+        if (rc > 0) {
+          p += rc;
+          left -= static_cast<size_t>(rc);
+          continue;
+        }
+        const int e = SSL_get_error(ssl_, rc);
+        lk.unlock();
+        if ((e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) || !Wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, -1)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  size_t ReadSome(char* buf, size_t len) override {
+    for (;;) {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (dead_) return 0;
+      ERR_clear_error();
+      const int rc = SSL_read(ssl_, buf, static_cast<int>(std::min<size_t>(len, 1 << 30)));
+      if (rc > 0) return static_cast<size_t>(rc);
+      const int e = SSL_get_error(ssl_, rc);
+      lk.unlock();
+      if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || !Wait(e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, -1)) {
+        return 0;
+      }
+    }
+  }
+
+  void Shutdown() override {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      dead_ = true;
+    }
+    ::shutdown(fd_, SHUT_RDWR);  // wakes a thread in poll
+  }
+
+ private:
+  // Until the socket is ready for `events`; false when it is closed or broken.
+  bool Wait(short events, int timeout_ms) {
+    pollfd p{fd_, events, 0};
+    for (;;) {
+      const int rc = ::poll(&p, 1, timeout_ms);
+      if (rc < 0 && errno == EINTR) continue;
+      if (rc <= 0) return false;
+      if (p.revents & (POLLERR | POLLNVAL)) return false;
+      // POLLHUP with data still buffered: let SSL_read take it and see the end.
+      return true;
+    }
+  }
+
+  int fd_;
+  SSL* ssl_;
+  std::mutex mu_;  // one OpenSSL call at a time
+  bool dead_ = false;
+};
+
+// The socket made non-blocking and wrapped, after a handshake; null with the
+// reason in *error (the socket then closed).
+std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const std::string& peer_host,
+                                 std::string* error) {
+  TuneSocket(fd);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  CtxPtr ctx = cache.Get(error);
+  SSL* ssl = ctx ? SSL_new(ctx.get()) : nullptr;
+  if (!ssl) {
+    if (ctx) *error = OpenSslError("cannot create a TLS connection");
+    ::close(fd);
+    return nullptr;
+  }
+  auto stream = std::make_unique<TlsStream>(fd, ssl);
+  SSL_set_fd(ssl, fd);
+  if (!server) {
+    // The peer's certificate must name the host of its --peers address.
+    in6_addr ip;
+    const bool literal =
+        inet_pton(AF_INET, peer_host.c_str(), &ip) == 1 || inet_pton(AF_INET6, peer_host.c_str(), &ip) == 1;
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    const int ok = literal ? X509_VERIFY_PARAM_set1_ip_asc(param, peer_host.c_str())
+                           : X509_VERIFY_PARAM_set1_host(param, peer_host.c_str(), 0);
+    if (ok != 1) {
+      *error = "cannot verify against host " + peer_host;
+      return nullptr;
+    }
+    if (!literal) SSL_set_tlsext_host_name(ssl, peer_host.c_str());
+  }
+  if (!stream->Handshake(server, std::chrono::milliseconds(5000), error)) return nullptr;
+  return stream;
+}
+
+}  // namespace
+
+bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error) {
+  auto server = std::make_shared<ContextCache>(files, true);
+  auto client = std::make_shared<ContextCache>(files, false);
+  if (!server->Get(error) || !client->Get(error)) return false;
+  out->server = [server](int fd, std::string* error) { return Wrap(*server, fd, true, "", error); };
+  out->client = [client](int fd, const std::string& host, std::string* error) {
+    return Wrap(*client, fd, false, host, error);
+  };
+  return true;
+}
+
+}  // namespace rolis::replication

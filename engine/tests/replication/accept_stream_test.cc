@@ -1,0 +1,275 @@
+// The accept stream (accept_stream.h, tls_stream.h) on real loopback sockets:
+// frames both ways, and bad input closing only its own connection: a wrong
+// preface, a frame over the limit, a serve that refuses; with mutual TLS,
+// callers without the cluster CA's certificate and a certificate of another
+// host are refused before anything is served.
+#include "accept_stream.h"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "tls_stream.h"
+
+namespace rolis::replication {
+namespace {
+
+constexpr size_t kMaxFrame = 4 << 20;
+
+// A listener whose serve answers "re:" + the request; "close" asks it to
+// close the connection and "quiet" gets no reply.
+struct EchoServer {
+  explicit EchoServer(StreamSecurity security = {})
+      : listener(std::move(security), kMaxFrame, [this](std::string& req, std::string* reply) {
+          served++;
+          if (req == "close") return AcceptStreamListener::Served::kClose;
+          if (req == "quiet") return AcceptStreamListener::Served::kNoReply;
+          *reply = "re:" + req;
+          return AcceptStreamListener::Served::kReply;
+        }) {
+    std::string error;
+    started = listener.Start(0, &error);
+    EXPECT_TRUE(started) << error;
+  }
+  std::atomic<int> served{0};
+  AcceptStreamListener listener;
+  bool started = false;
+};
+
+std::unique_ptr<FrameConn> Dial(uint16_t port, const StreamSecurity& security = {},
+                                const std::string& host = "127.0.0.1") {
+  std::string error;
+  int fd = DialTcp("127.0.0.1", port, std::chrono::milliseconds(2000), &error);
+  EXPECT_GE(fd, 0) << error;
+  if (fd < 0) return nullptr;
+  std::unique_ptr<ByteStream> s = security.client ? security.client(fd, host, &error) : WrapSocket(fd);
+  if (!s) return nullptr;
+  return std::make_unique<FrameConn>(std::move(s), kMaxFrame);
+}
+
+// Writes raw bytes on a plaintext connection.
+int RawDial(uint16_t port) {
+  std::string error;
+  return DialTcp("127.0.0.1", port, std::chrono::milliseconds(2000), &error);
+}
+
+// True when the server closed the connection within 5 s, having sent no
+// reply frame (a TLS alert may come first).
+bool ClosedByServer(int fd) {
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string got;
+  char buf[512];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n == 0 || (n < 0 && errno == ECONNRESET)) return got.find("re:") == std::string::npos;
+    if (n < 0) return false;  // timed out: still open
+    got.append(buf, static_cast<size_t>(n));
+  }
+}
+
+TEST(AcceptStream, FramesGoBothWaysInOrderWithTheirPartsJoined) {
+  EchoServer s;
+  auto c = Dial(s.listener.port());
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->WritePreface());
+  const std::string big(3 << 20, 'x');
+  const std::string_view two[2] = {"head|", "payload"};
+  ASSERT_TRUE(c->WriteFrame("one"));
+  ASSERT_TRUE(c->WriteFrame(two, 2));
+  ASSERT_TRUE(c->WriteFrame(big));
+  ASSERT_TRUE(c->WriteFrame(""));
+  std::string got;
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:one");
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:head|payload");
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:" + big);
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:");
+  EXPECT_EQ(s.served.load(), 4);
+}
+
+TEST(AcceptStream, AWrongPrefaceClosesThatConnectionOnly) {
+  EchoServer s;
+  int fd = RawDial(s.listener.port());
+  ASSERT_GE(fd, 0);
+  const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::write(fd, http.data(), http.size()), static_cast<ssize_t>(http.size()));
+  EXPECT_TRUE(ClosedByServer(fd));
+  ::close(fd);
+  EXPECT_EQ(s.served.load(), 0);
+  auto c = Dial(s.listener.port());  // the listener still serves members
+  ASSERT_TRUE(c && c->WritePreface() && c->WriteFrame("ok"));
+  std::string got;
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:ok");
+}
+
+TEST(AcceptStream, AFrameOverTheLimitClosesTheConnectionUnserved) {
+  EchoServer s;
+  int fd = RawDial(s.listener.port());
+  ASSERT_GE(fd, 0);
+  char bytes[12];
+  std::memcpy(bytes, kPreface, 8);
+  const uint32_t n = kMaxFrame + 1;  // little-endian length
+  for (int i = 0; i < 4; i++) bytes[8 + i] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  ASSERT_EQ(::write(fd, bytes, sizeof(bytes)), 12);
+  EXPECT_TRUE(ClosedByServer(fd));
+  ::close(fd);
+  EXPECT_EQ(s.served.load(), 0);
+  // The writer refuses to send one, too.
+  auto c = Dial(s.listener.port());
+  ASSERT_TRUE(c && c->WritePreface());
+  EXPECT_FALSE(c->WriteFrame(std::string(kMaxFrame + 1, 'y')));
+}
+
+TEST(AcceptStream, ATruncatedFrameIsNotServed) {
+  EchoServer s;
+  int fd = RawDial(s.listener.port());
+  ASSERT_GE(fd, 0);
+  char bytes[14];
+  std::memcpy(bytes, kPreface, 8);
+  const char head[4] = {10, 0, 0, 0};  // says 10 bytes, 2 follow
+  std::memcpy(bytes + 8, head, 4);
+  bytes[12] = 'a';
+  bytes[13] = 'b';
+  ASSERT_EQ(::write(fd, bytes, sizeof(bytes)), 14);
+  ::shutdown(fd, SHUT_WR);
+  EXPECT_TRUE(ClosedByServer(fd));
+  ::close(fd);
+  EXPECT_EQ(s.served.load(), 0);
+}
+
+TEST(AcceptStream, ServeMayDropARequestOrCloseTheConnection) {
+  EchoServer s;
+  auto c = Dial(s.listener.port());
+  ASSERT_TRUE(c && c->WritePreface());
+  ASSERT_TRUE(c->WriteFrame("quiet"));
+  ASSERT_TRUE(c->WriteFrame("after"));
+  std::string got;
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:after");  // nothing for "quiet"
+  ASSERT_TRUE(c->WriteFrame("close"));
+  EXPECT_FALSE(c->ReadFrame(&got));
+}
+
+TEST(AcceptStream, StopEndsConnectionsThatAreStillOpen) {
+  auto s = std::make_unique<EchoServer>();
+  auto c = Dial(s->listener.port());
+  ASSERT_TRUE(c && c->WritePreface() && c->WriteFrame("x"));
+  std::string got;
+  ASSERT_TRUE(c->ReadFrame(&got));
+  s->listener.Stop();  // joins the connection's thread, blocked in its read
+  EXPECT_FALSE(c->ReadFrame(&got));
+}
+
+// --- mutual TLS -------------------------------------------------------------
+
+bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
+
+// <dir>/<ca>.pem/.key, and <dir>/<name>.pem/.key signed by it for both
+// usages (a member is server and client), naming 127.0.0.1 and localhost.
+bool MakeCa(const std::string& dir, const std::string& ca) {
+  return Sh("openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + ca + " -keyout " + dir + "/" + ca +
+            ".key -out " + dir + "/" + ca + ".pem");
+}
+bool MakeMember(const std::string& dir, const std::string& ca, const std::string& name) {
+  const std::string ext = dir + "/" + name + ".ext";
+  FILE* f = std::fopen(ext.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n");
+  std::fclose(f);
+  return Sh("openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + dir + "/" + name + ".key -out " +
+            dir + "/" + name + ".csr") &&
+         Sh("openssl x509 -req -days 2 -in " + dir + "/" + name + ".csr -CA " + dir + "/" + ca + ".pem -CAkey " +
+            dir + "/" + ca + ".key -CAcreateserial -extfile " + ext + " -out " + dir + "/" + name + ".pem");
+}
+
+class AcceptStreamTls : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/accept-stream-tls-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_TRUE(MakeCa(dir_, "ca") && MakeMember(dir_, "ca", "member"));
+    ASSERT_TRUE(MakeCa(dir_, "other") && MakeMember(dir_, "other", "stranger"));
+  }
+  static void TearDownTestSuite() { Sh("rm -rf " + dir_); }
+  static StreamSecurity Security(const std::string& ca, const std::string& name) {
+    StreamSecurity out;
+    std::string error;
+    TlsFiles f{dir_ + "/" + name + ".pem", dir_ + "/" + name + ".key", dir_ + "/" + ca + ".pem"};
+    EXPECT_TRUE(MakeTlsStreamSecurity(f, &out, &error)) << error;
+    return out;
+  }
+  static std::string dir_;
+};
+std::string AcceptStreamTls::dir_;
+
+TEST_F(AcceptStreamTls, MembersOfTheClusterCAExchangeFrames) {
+  EchoServer s(Security("ca", "member"));
+  const StreamSecurity member = Security("ca", "member");
+  for (const char* host : {"127.0.0.1", "localhost"}) {
+    auto c = Dial(s.listener.port(), member, host);
+    ASSERT_TRUE(c) << host;
+    ASSERT_TRUE(c->WritePreface());
+    const std::string big(1 << 20, 'z');  // many TLS records
+    ASSERT_TRUE(c->WriteFrame(big));
+    std::string got;
+    ASSERT_TRUE(c->ReadFrame(&got));
+    EXPECT_EQ(got, "re:" + big);
+  }
+}
+
+TEST_F(AcceptStreamTls, CallersWithoutTheClustersCertificateAreNotServed) {
+  EchoServer s(Security("ca", "member"));
+  // Plaintext: the server's handshake fails on the preface.
+  int fd = RawDial(s.listener.port());
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, kPreface, 8), 8);
+  EXPECT_TRUE(ClosedByServer(fd));
+  ::close(fd);
+  // A certificate of another CA (that trusts ours): refused by the server.
+  StreamSecurity stranger;
+  std::string error;
+  ASSERT_TRUE(MakeTlsStreamSecurity({dir_ + "/stranger.pem", dir_ + "/stranger.key", dir_ + "/ca.pem"}, &stranger,
+                                    &error))
+      << error;
+  auto c = Dial(s.listener.port(), stranger);
+  if (c) {  // TLS 1.3: the client may finish first and learn of the refusal on its first read
+    (void)c->WritePreface();
+    (void)c->WriteFrame("secret");
+    std::string got;
+    EXPECT_FALSE(c->ReadFrame(&got));
+  }
+  EXPECT_EQ(s.served.load(), 0);
+}
+
+TEST_F(AcceptStreamTls, ADialerRefusesAServerOfAnotherCAOrHost) {
+  EchoServer foreign(Security("other", "stranger"));
+  EXPECT_FALSE(Dial(foreign.listener.port(), Security("ca", "member")));
+  EchoServer ours(Security("ca", "member"));
+  EXPECT_FALSE(Dial(ours.listener.port(), Security("ca", "member"), "rolis-2.example"));  // not in its names
+  EXPECT_EQ(foreign.served.load() + ours.served.load(), 0);
+}
+
+TEST_F(AcceptStreamTls, UnreadableFilesAreAnErrorUpFront) {
+  StreamSecurity out;
+  std::string error;
+  EXPECT_FALSE(MakeTlsStreamSecurity({dir_ + "/missing.pem", dir_ + "/member.key", dir_ + "/ca.pem"}, &out, &error));
+  EXPECT_NE(error.find("--tls-cert"), std::string::npos) << error;
+  EXPECT_FALSE(MakeTlsStreamSecurity({dir_ + "/member.pem", dir_ + "/stranger.key", dir_ + "/ca.pem"}, &out, &error));
+  EXPECT_NE(error.find("--tls-key"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace rolis::replication
