@@ -72,6 +72,7 @@ class GrpcTransport final : public Transport {
   // Replicate call. False with the reason in *error.
   bool ListenAcceptStream(uint16_t port, std::string* error);
   uint16_t accept_stream_port() const { return listener_ ? listener_->port() : 0; }
+  size_t accept_stream_connections() const { return listener_ ? listener_->connections() : 0; }
   // What a peer said in Hello (0: none, or it failed: use gRPC).
   void SetAcceptStreamPort(uint32_t peer, uint16_t port);
   uint16_t AcceptStreamPortOf(uint32_t peer) const;

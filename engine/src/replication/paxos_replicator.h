@@ -58,6 +58,7 @@ class PaxosReplicator final : public server::Replicator {
   uint64_t watermark_ts() const override;
   std::vector<uint64_t> stream_committed_ts() const override;
   uint64_t flow_control_wait_nanos() const override { return replica_->flow_control_wait_nanos(); }
+  size_t accept_stream_connections() const override { return transport_->accept_stream_connections(); }
 
   void FillStatus(v1::StatusResponse* out) const override;
   grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) override;

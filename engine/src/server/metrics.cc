@@ -211,6 +211,13 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   flow.metric.push_back(Counter(static_cast<double>(g.flow_control_wait_nanos) / 1e9));
   out.push_back(std::move(flow));
 
+  auto accept_stream = Family("rolis_replication_accept_stream_connections",
+                              "Connections this member serves on its accept stream (from the leader, one per "
+                              "stream; 0 when accepts reach it on the replication port).",
+                              MetricType::Gauge);
+  accept_stream.metric.push_back(Gauge(static_cast<double>(g.accept_stream_connections)));
+  out.push_back(std::move(accept_stream));
+
   auto workers = Family("rolis_worker_threads", "Engine workers (= replication streams).", MetricType::Gauge);
   workers.metric.push_back(Gauge(g.worker_threads));
   out.push_back(std::move(workers));

@@ -67,6 +67,7 @@ struct GaugeValues {
   uint64_t watermark_ts = 0;
   std::vector<uint64_t> stream_committed_ts;  // index = stream
   uint64_t flow_control_wait_nanos = 0;
+  size_t accept_stream_connections = 0;
   int64_t open_txns = 0;
   uint64_t memory_bytes = 0;  // resident set size
   uint64_t engine_live_records = 0;

@@ -81,6 +81,9 @@ class Replicator : public CommitHook {
   // Total time the workers waited for the replication log to take their
   // batches (flow control); 0 when nothing replicates.
   virtual uint64_t flow_control_wait_nanos() const { return 0; }
+  // Connections this member serves on its accept stream (a leader's, one
+  // per stream, when it follows).
+  virtual size_t accept_stream_connections() const { return 0; }
 
   // Role, epoch, watermark, streams, members, decided record, leader.
   virtual void FillStatus(v1::StatusResponse* out) const = 0;

@@ -136,6 +136,7 @@ Status RolisServer::Start() {
     g.watermark_ts = replicator_->watermark_ts();
     g.stream_committed_ts = replicator_->stream_committed_ts();
     g.flow_control_wait_nanos = replicator_->flow_control_wait_nanos();
+    g.accept_stream_connections = replicator_->accept_stream_connections();
     g.open_txns = node_->open_txns();
     g.memory_bytes = ResidentBytes();
     DatabaseStats st = db_->Stats();
