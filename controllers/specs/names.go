@@ -24,12 +24,17 @@ const (
 	ClientPort      int32 = 7000
 	AdminPort       int32 = 7001
 	ReplicationPort int32 = 7002
-	MetricsPort     int32 = 9090
+	// AcceptStreamPort carries the leader's accepts to a member, framed
+	// apart from gRPC (docs/replication.md, "Transport"); a fixed port, so
+	// that a NetworkPolicy can name it.
+	AcceptStreamPort int32 = 7003
+	MetricsPort      int32 = 9090
 
-	ClientPortName      = "client"
-	AdminPortName       = "admin"
-	ReplicationPortName = "replication"
-	MetricsPortName     = "metrics"
+	ClientPortName       = "client"
+	AdminPortName        = "admin"
+	ReplicationPortName  = "replication"
+	AcceptStreamPortName = "accept-stream"
+	MetricsPortName      = "metrics"
 )
 
 // Labels and annotations.

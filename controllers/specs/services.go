@@ -47,6 +47,7 @@ func HeadlessService(c *dbv1.RolisCluster) *corev1.Service {
 				servicePort(ClientPortName, ClientPort),
 				servicePort(AdminPortName, AdminPort),
 				servicePort(ReplicationPortName, ReplicationPort),
+				servicePort(AcceptStreamPortName, AcceptStreamPort),
 				servicePort(MetricsPortName, MetricsPort),
 			},
 		},

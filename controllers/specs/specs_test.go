@@ -171,7 +171,7 @@ func TestStatefulSetIsSafeByConstruction(t *testing.T) {
 	g.Expect(*ctr.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
 	g.Expect(ctr.SecurityContext.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}))
 	g.Expect(ctr.Args).To(ContainElements("--id=$(ROLISD_ID)", "--peers=$(ROLISD_PEERS)",
-		"--listen=0.0.0.0:7000", "--admin-listen=0.0.0.0:7001", "--metrics-listen=0.0.0.0:9090", "--worker-threads=4", "--replication-streams=8"))
+		"--listen=0.0.0.0:7000", "--admin-listen=0.0.0.0:7001", "--metrics-listen=0.0.0.0:9090", "--accept-stream-port=7003", "--worker-threads=4", "--replication-streams=8"))
 	g.Expect(ctr.Env).To(ContainElement(corev1.EnvVar{Name: EnvID, ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['apps.kubernetes.io/pod-index']"}}}))
 	g.Expect(ctr.Env).To(ContainElements(
@@ -233,7 +233,11 @@ func TestServicesSelectTheRightPods(t *testing.T) {
 	h := HeadlessService(c)
 	g.Expect(h.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 	g.Expect(h.Spec.PublishNotReadyAddresses).To(BeTrue(), "peers must resolve each other before they are ready")
-	g.Expect(h.Spec.Ports).To(HaveLen(4))
+	var names []string
+	for _, p := range h.Spec.Ports {
+		names = append(names, p.Name)
+	}
+	g.Expect(names).To(ConsistOf(ClientPortName, AdminPortName, ReplicationPortName, AcceptStreamPortName, MetricsPortName))
 }
 
 func TestDisruptionBudgetAllowsOneMemberDownAtATime(t *testing.T) {

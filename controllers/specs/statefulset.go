@@ -47,6 +47,7 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 		fmt.Sprintf("--listen=0.0.0.0:%d", ClientPort),
 		fmt.Sprintf("--admin-listen=0.0.0.0:%d", AdminPort),
 		fmt.Sprintf("--metrics-listen=0.0.0.0:%d", MetricsPort),
+		fmt.Sprintf("--accept-stream-port=%d", AcceptStreamPort),
 		fmt.Sprintf("--advertise-address=$(%s).%s.%s.svc.%s:%d", EnvPodName, HeadlessServiceName(c), c.Namespace, o.ClusterDomain, ClientPort),
 		"--election=none", // the operator elects
 		fmt.Sprintf("--worker-threads=%d", c.WorkerThreads()),
@@ -164,6 +165,7 @@ func PodTemplate(c *dbv1.RolisCluster, configHash string, o Options) corev1.PodT
 			{Name: ClientPortName, ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 			{Name: AdminPortName, ContainerPort: AdminPort, Protocol: corev1.ProtocolTCP},
 			{Name: ReplicationPortName, ContainerPort: ReplicationPort, Protocol: corev1.ProtocolTCP},
+			{Name: AcceptStreamPortName, ContainerPort: AcceptStreamPort, Protocol: corev1.ProtocolTCP},
 			{Name: MetricsPortName, ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
 		},
 		Resources:    *c.Spec.Resources.DeepCopy(),
