@@ -43,6 +43,11 @@ type ReplicationClient interface {
 	Promise(ctx context.Context, in *PromiseRequest, opts ...grpc.CallOption) (*PromiseResponse, error)
 	// Phase 2: the leader sends Accepts on one long-lived stream per worker
 	// stream; the acceptor answers each with an AcceptResponse, in order.
+	// The same two messages also travel, and by default do, on the member's
+	// accept stream: a TCP connection of its own (Member.accept_stream_port)
+	// carrying "ROLISAS1", then each message as a 4-byte little-endian length
+	// and its bytes (docs/replication.md, "Transport"). This call is the path
+	// to a member without one.
 	Replicate(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AcceptRequest, AcceptResponse], error)
 	// State transfer for a member that rejoins empty (or whose store holds
 	// commits a failover discarded): the store of a caught-up follower.
@@ -134,6 +139,11 @@ type ReplicationServer interface {
 	Promise(context.Context, *PromiseRequest) (*PromiseResponse, error)
 	// Phase 2: the leader sends Accepts on one long-lived stream per worker
 	// stream; the acceptor answers each with an AcceptResponse, in order.
+	// The same two messages also travel, and by default do, on the member's
+	// accept stream: a TCP connection of its own (Member.accept_stream_port)
+	// carrying "ROLISAS1", then each message as a 4-byte little-endian length
+	// and its bytes (docs/replication.md, "Transport"). This call is the path
+	// to a member without one.
 	Replicate(grpc.BidiStreamingServer[AcceptRequest, AcceptResponse]) error
 	// State transfer for a member that rejoins empty (or whose store holds
 	// commits a failover discarded): the store of a caught-up follower.
