@@ -60,6 +60,13 @@ int RawDial(uint16_t port) {
   return DialTcp("127.0.0.1", port, std::chrono::milliseconds(2000), &error);
 }
 
+// What a dialer writes first: the preface and a frame's length.
+std::string PrefaceAndLength(uint32_t n) {
+  std::string out(kPreface, sizeof(kPreface));
+  for (int i = 0; i < 4; i++) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));  // little-endian
+  return out;
+}
+
 // True when the server closed the connection within 5 s, having sent no
 // reply frame (a TLS alert may come first).
 bool ClosedByServer(int fd) {
@@ -118,11 +125,8 @@ TEST(AcceptStream, AFrameOverTheLimitClosesTheConnectionUnserved) {
   EchoServer s;
   int fd = RawDial(s.listener.port());
   ASSERT_GE(fd, 0);
-  char bytes[12];
-  std::memcpy(bytes, kPreface, 8);
-  const uint32_t n = kMaxFrame + 1;  // little-endian length
-  for (int i = 0; i < 4; i++) bytes[8 + i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-  ASSERT_EQ(::write(fd, bytes, sizeof(bytes)), 12);
+  const std::string bytes = PrefaceAndLength(kMaxFrame + 1);
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), 12);
   EXPECT_TRUE(ClosedByServer(fd));
   ::close(fd);
   EXPECT_EQ(s.served.load(), 0);
@@ -136,13 +140,8 @@ TEST(AcceptStream, ATruncatedFrameIsNotServed) {
   EchoServer s;
   int fd = RawDial(s.listener.port());
   ASSERT_GE(fd, 0);
-  char bytes[14];
-  std::memcpy(bytes, kPreface, 8);
-  const char head[4] = {10, 0, 0, 0};  // says 10 bytes, 2 follow
-  std::memcpy(bytes + 8, head, 4);
-  bytes[12] = 'a';
-  bytes[13] = 'b';
-  ASSERT_EQ(::write(fd, bytes, sizeof(bytes)), 14);
+  const std::string bytes = PrefaceAndLength(10) + "ab";  // says 10 bytes, 2 follow
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), 14);
   ::shutdown(fd, SHUT_WR);
   EXPECT_TRUE(ClosedByServer(fd));
   ::close(fd);
