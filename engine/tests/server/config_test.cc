@@ -44,6 +44,21 @@ TEST(ConfigTest, HugePagesTakeABoolean) {
   EXPECT_NE(bad.message.find("--huge-pages"), std::string::npos) << bad.message;
 }
 
+TEST(ConfigTest, TheAcceptStreamPortIsAnyFreeOneByDefaultAndMinusOneTurnsItOff) {
+  EXPECT_EQ(Parse({}).config.accept_stream_port, 0);
+  ParseResult fixed = Parse({"--accept-stream-port=7003"});
+  ASSERT_EQ(fixed.kind, ParseResult::Kind::kOk) << fixed.message;
+  EXPECT_EQ(fixed.config.accept_stream_port, 7003);
+  ParseResult off = Parse({"--accept-stream-port=-1"});
+  ASSERT_EQ(off.kind, ParseResult::Kind::kOk) << off.message;
+  EXPECT_EQ(off.config.accept_stream_port, -1);
+  for (const char* bad : {"--accept-stream-port=65536", "--accept-stream-port=-2", "--accept-stream-port=x"}) {
+    ParseResult r = Parse({bad});
+    EXPECT_EQ(r.kind, ParseResult::Kind::kError) << bad;
+    EXPECT_NE(r.message.find("--accept-stream-port"), std::string::npos) << r.message;
+  }
+}
+
 TEST(ConfigTest, TheInterfaceOutsideChecksUseParses) {
   ParseResult r = Parse({"--listen=127.0.0.1:7000", "--admin-listen=127.0.0.1:7001", "--metrics-listen=127.0.0.1:7002"});
   ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
