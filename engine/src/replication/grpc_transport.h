@@ -1,9 +1,11 @@
-// The replication transport of rolisd over gRPC: per peer one channel, per
-// (peer, worker stream) one long-lived bidirectional Replicate call written
-// by its own thread from a bounded queue (the leader's window keeps it
-// short; beyond queue_limit the oldest accepts are dropped and resent by the
-// leader), unary calls for Promise, Control and Hello, a server-streaming
-// call for Snapshot. ReplicationService is the receiving side.
+// The replication transport of rolisd: per peer one gRPC channel, per
+// (peer, worker stream) one long-lived link for accepts written by its own
+// thread from a bounded queue (the leader's window keeps it short; beyond
+// queue_limit the oldest accepts are dropped and resent by the leader): the
+// peer's accept stream (accept_stream.h) once its Hello told the port, else
+// a bidirectional Replicate call (stream_sender.h); unary calls for Promise,
+// Control and Hello, a server-streaming call for Snapshot.
+// ReplicationService and the accept stream's listener are the receiving side.
 //
 // For tests only, a file named by Options::drop_peers_file may list member
 // ids ("2,3"): traffic to and from them is dropped in both directions (a
