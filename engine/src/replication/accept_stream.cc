@@ -270,6 +270,14 @@ void AcceptStreamListener::AcceptLoop() {
       ::close(fd);
       return;
     }
+    if (open_.load() >= max_connections_) {
+      ::close(fd);
+      static std::atomic<int> logged{0};
+      if (logged.fetch_add(1) < 10) {
+        spdlog::warn("replication: accept stream connection closed: {} are open already", max_connections_);
+      }
+      continue;
+    }
     Conn& c = conns_.emplace_back();
     open_++;
     c.thread = std::thread([this, &c, fd] { ServeConnection(&c, fd); });

@@ -95,8 +95,13 @@ class AcceptStreamListener {
  public:
   enum class Served { kReply, kNoReply, kClose };
   using Serve = std::function<Served(std::string& request, std::string* reply)>;
-  AcceptStreamListener(StreamSecurity security, size_t max_frame, Serve serve)
-      : security_(std::move(security)), max_frame_(max_frame), serve_(std::move(serve)) {}
+  // At most `max_connections` are served at once (a leader needs one per
+  // worker stream); beyond it a new connection is closed at once, so that
+  // callers that open connections and never close them cannot use up the
+  // member's threads.
+  AcceptStreamListener(StreamSecurity security, size_t max_frame, Serve serve, size_t max_connections = 1024)
+      : security_(std::move(security)), max_frame_(max_frame), serve_(std::move(serve)),
+        max_connections_(max_connections) {}
   ~AcceptStreamListener() { Stop(); }
   // Listens on every interface at `port` (0: any free port). False with the
   // reason in *error.
@@ -118,6 +123,7 @@ class AcceptStreamListener {
   StreamSecurity security_;
   size_t max_frame_;
   Serve serve_;
+  size_t max_connections_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};

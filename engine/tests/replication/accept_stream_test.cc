@@ -171,6 +171,29 @@ TEST(AcceptStream, StopEndsConnectionsThatAreStillOpen) {
   EXPECT_FALSE(c->ReadFrame(&got));
 }
 
+TEST(AcceptStream, ConnectionsBeyondTheLimitAreClosedAndTheOthersServed) {
+  std::atomic<int> served{0};
+  AcceptStreamListener l({}, kMaxFrame, [&](std::string& req, std::string* reply) {
+    served++;
+    *reply = req;
+    return AcceptStreamListener::Served::kReply;
+  }, /*max_connections=*/2);
+  std::string error;
+  ASSERT_TRUE(l.Start(0, &error)) << error;
+  auto a = Dial(l.port()), b = Dial(l.port());
+  ASSERT_TRUE(a && b && a->WritePreface() && b->WritePreface() && a->WriteFrame("a") && b->WriteFrame("b"));
+  std::string got;
+  ASSERT_TRUE(a->ReadFrame(&got) && b->ReadFrame(&got));  // both served: the listener counts them
+  int third = RawDial(l.port());
+  ASSERT_GE(third, 0);
+  EXPECT_TRUE(ClosedByServer(third));
+  ::close(third);
+  ASSERT_TRUE(a->WriteFrame("still"));
+  ASSERT_TRUE(a->ReadFrame(&got));
+  EXPECT_EQ(got, "still");
+  EXPECT_EQ(served.load(), 3);
+}
+
 // --- mutual TLS -------------------------------------------------------------
 
 bool Sh(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
