@@ -5,7 +5,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
-  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   prometheus-cpp-dev libcivetweb-dev libjemalloc-dev libmimalloc-dev libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
   spin valgrind etcd-server
 )
