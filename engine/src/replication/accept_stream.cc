@@ -137,13 +137,6 @@ bool FrameConn::ReadPreface() {
   return ok;
 }
 
-std::string HostOf(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host;
-}
-
 int DialTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout, std::string* error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

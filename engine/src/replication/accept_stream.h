@@ -78,8 +78,6 @@ void TuneSocket(int fd);
 // reason in *error.
 std::unique_ptr<ByteStream> WrapSocket(int fd);
 int DialTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout, std::string* error);
-// "host:port" → host (brackets of an IPv6 literal removed).
-std::string HostOf(const std::string& address);
 
 // How a TLS member wraps a socket it accepted or dialed (null: plaintext).
 // `peer_host` is the name the dialer verifies the certificate against.

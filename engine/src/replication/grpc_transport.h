@@ -48,10 +48,9 @@ class GrpcTransport final : public Transport {
     std::string drop_peers_file;
     // How peers are dialed (peer_tls.h); null: plaintext.
     std::shared_ptr<grpc::ChannelCredentials> credentials;
-    // How accept stream connections are secured (null members: plaintext);
-    // with `tls` and no security.client, accepts stay on gRPC.
+    // How accept stream connections are secured: set exactly when the
+    // members use TLS (peer_tls.h); null members: plaintext.
     StreamSecurity security;
-    bool tls = false;
   };
   explicit GrpcTransport(Options o);
   ~GrpcTransport() override;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "election_timer.h"
+#include "host_port.h"
 #include "wire.h"
 
 namespace rolis::replication {
@@ -29,14 +30,6 @@ grpc::Status ToGrpc(const Status& s) {
   }
 }
 
-std::string HostOf(const std::string& hostport) {
-  auto p = hostport.rfind(':');
-  return p == std::string::npos ? hostport : hostport.substr(0, p);
-}
-std::string PortOf(const std::string& hostport) {
-  auto p = hostport.rfind(':');
-  return p == std::string::npos ? "" : hostport.substr(p + 1);
-}
 // An address others can use: a wildcard listen host is replaced by the host
 // of this member's replication address.
 std::string Advertised(const std::string& listen, const std::string& repl_address) {
@@ -109,7 +102,6 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   if (!MakePeerCredentials(c, &creds_, &creds_error_)) creds_ = PeerCredentials{};
   to.credentials = creds_.channel;
   to.security = creds_.stream;
-  to.tls = creds_.tls;
   transport_ = std::make_unique<GrpcTransport>(to);
   TsClock clock;
   const uint64_t before = nanos_before_open_;
@@ -165,7 +157,7 @@ void PaxosReplicator::Start() {
                  o_.config.peers.size(), repl_address_, creds_.tls ? "mutual TLS" : "plaintext",
                  replica_->options().streams, replica_->options().batch_size, replica_->options().batch_timeout.count());
   }
-  if (o_.config.accept_stream_port >= 0 && (!creds_.tls || creds_.stream.server)) {
+  if (o_.config.accept_stream_port >= 0) {
     std::string error;
     if (transport_->ListenAcceptStream(static_cast<uint16_t>(o_.config.accept_stream_port), &error)) {
       spdlog::info("replication: accept stream on port {} ({})", transport_->accept_stream_port(),

@@ -20,7 +20,8 @@ namespace rolis::replication {
 struct PeerCredentials {
   std::shared_ptr<grpc::ServerCredentials> server;
   std::shared_ptr<grpc::ChannelCredentials> channel;
-  // The accept stream's (accept_stream.h); empty members: plaintext.
+  // The accept stream's (accept_stream.h): set exactly when `tls` is (a
+  // member with TLS never listens or dials in plaintext); empty: plaintext.
   StreamSecurity stream;
   bool tls = false;
 };

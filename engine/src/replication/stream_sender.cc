@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "accept_frame.h"
+#include "host_port.h"
 #include "wire.h"
 
 namespace rolis::replication {
@@ -49,8 +50,8 @@ void GrpcTransport::Sender::Run() {
       if (stop_) return;
     }
     // The accept stream when the peer told its port (Hello), else gRPC's
-    // Replicate call (a peer without one, or TLS without it).
-    const uint16_t port = t_->o_.tls && !t_->o_.security.client ? 0 : t_->AcceptStreamPortOf(peer_);
+    // Replicate call.
+    const uint16_t port = t_->AcceptStreamPortOf(peer_);
     const bool got_reply = port != 0 ? OneConnection(port) : OneCall();
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -106,13 +107,11 @@ bool GrpcTransport::Sender::OneCall() {
 
 bool GrpcTransport::Sender::OneConnection(uint16_t port) {
   std::string error;
-  const std::string host = HostOf(t_->AddressOf(peer_));
+  const std::string host = BareHost(HostOf(t_->AddressOf(peer_)));
   int fd = DialTcp(host, port, std::chrono::milliseconds(1000), &error);
+  const StreamSecurity& sec = t_->o_.security;
   std::unique_ptr<ByteStream> stream;
-  if (fd >= 0) {
-    const StreamSecurity& sec = t_->o_.security;
-    stream = sec.client ? sec.client(fd, host, &error) : WrapSocket(fd);
-  }
+  if (fd >= 0) stream = sec.client ? sec.client(fd, host, &error) : WrapSocket(fd);
   if (!stream) {
     if (dial_failures_++ % 50 == 0) {
       spdlog::warn("replication: accepts to member {} (stream {}) go on the replication port: its accept stream "
@@ -126,7 +125,7 @@ bool GrpcTransport::Sender::OneConnection(uint16_t port) {
   if (!on_stream_) {  // logged when accepts move between the two paths, not per reconnection
     on_stream_ = true;
     spdlog::info("replication: accepts to member {} (stream {}) go on its accept stream at {}:{} ({})", peer_,
-                 stream_, host, port, t_->o_.tls ? "mutual TLS" : "plaintext");
+                 stream_, host, port, sec.client ? "mutual TLS" : "plaintext");
   }
   auto conn = std::make_shared<FrameConn>(std::move(stream), static_cast<size_t>(t_->o_.max_message_bytes));
   {

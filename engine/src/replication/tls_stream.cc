@@ -92,8 +92,7 @@ class TlsStream final : public ByteStream {
       if (rc == 1) return true;
       const int e = SSL_get_error(ssl_, rc);
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || left.count() <= 0 ||
-          !Wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, static_cast<int>(left.count()))) {
+      if (left.count() <= 0 || !WaitToRetry(e, static_cast<int>(left.count()))) {
         std::string why = OpenSslError("TLS handshake failed");
         const long verify = SSL_get_verify_result(ssl_);
         if (verify != X509_V_OK) why += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
@@ -120,9 +119,7 @@ class TlsStream final : public ByteStream {
         }
         const int e = SSL_get_error(ssl_, rc);
         lk.unlock();
-        if ((e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) || !Wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, -1)) {
-          return false;
-        }
+        if (!WaitToRetry(e, -1)) return false;
       }
     }
     return true;
@@ -137,9 +134,7 @@ class TlsStream final : public ByteStream {
       if (rc > 0) return static_cast<size_t>(rc);
       const int e = SSL_get_error(ssl_, rc);
       lk.unlock();
-      if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || !Wait(e == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN, -1)) {
-        return 0;
-      }
+      if (!WaitToRetry(e, -1)) return 0;
     }
   }
 
@@ -152,9 +147,13 @@ class TlsStream final : public ByteStream {
   }
 
  private:
-  // Until the socket is ready for `events`; false when it is closed or broken.
-  bool Wait(short events, int timeout_ms) {
-    pollfd p{fd_, events, 0};
+  // After an OpenSSL call failed with `ssl_error`: false unless it only
+  // wants the socket readable or writable, else waits (the lock released)
+  // until it is, up to timeout_ms (-1: no limit); false when the socket is
+  // closed, broken or the time is up.
+  bool WaitToRetry(int ssl_error, int timeout_ms) {
+    if (ssl_error != SSL_ERROR_WANT_READ && ssl_error != SSL_ERROR_WANT_WRITE) return false;
+    pollfd p{fd_, static_cast<short>(ssl_error == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
     for (;;) {
       const int rc = ::poll(&p, 1, timeout_ms);
       if (rc < 0 && errno == EINTR) continue;
