@@ -43,6 +43,13 @@ func TestAcceptsTakeTheStreamOrTheReplicationPortPerMember(t *testing.T) {
 		t.Fatalf("accepts to member 3 (without an accept stream) went to one:\n%s", cl.member(1).LogTail(30))
 	}
 
+	// Member 3 keeps up through the replication port before member 2 goes
+	// (it replays up to the leader's watermark).
+	time.Sleep(time.Second)
+	if err := cl.waitCaughtUp(leader, 10*time.Second); err != nil {
+		t.Fatalf("member 3, on the replication port: %v", err)
+	}
+
 	// Member 2 down: every acknowledgement now needs member 3's replies on
 	// the replication port.
 	if _, err := cl.member(2).Kill(); err != nil {
