@@ -245,7 +245,7 @@ func (c *Cluster) assign() error {
 	replicated := n > 1 || c.opts.Replicated
 	per := 3
 	if replicated {
-		per = 4
+		per = 5 // + replication and accept stream ports
 	}
 	ports, err := FreePorts(n * per)
 	if err != nil {
@@ -272,6 +272,15 @@ func (c *Cluster) assign() error {
 				p = peers[:c.opts.Initial]
 			}
 			m.args = append(m.args, fmt.Sprintf("--id=%d", m.ID), "--peers="+strings.Join(p, ","))
+		}
+		extra := append([]string{}, c.opts.Args...)
+		if c.opts.MemberArgs != nil {
+			extra = append(extra, c.opts.MemberArgs(m.ID)...)
+		}
+		// A fixed accept stream port, unless the test sets one: left to the
+		// kernel (0), it could take a port reserved here for another member.
+		if replicated && !hasFlag(extra, "--accept-stream-port") {
+			m.args = append(m.args, "--accept-stream-port="+strconv.Itoa(ports[(m.ID-1)*per+4]))
 		}
 		m.args = append(m.args, c.opts.Args...)
 		if c.opts.MemberArgs != nil {
@@ -647,6 +656,16 @@ func (m *Member) logContains(subs ...string) bool {
 	log := m.Log()
 	for _, s := range subs {
 		if strings.Contains(log, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFlag reports whether args set flag (as "--flag=value" or "--flag value").
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
 			return true
 		}
 	}
