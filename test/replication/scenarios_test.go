@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -153,9 +154,12 @@ func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.
 	t.Log(w.check(cl, next))
 }
 
-// Fault: kill -9 of a follower, which restarts empty under load. Invariants:
-// it rejoins by state transfer without stopping the cluster (writes go on
-// meanwhile), ends with the leader's state, no acknowledged txn lost.
+// Fault: kill -9 of a follower f, which restarts empty under load, first
+// cut off from the other follower g; then g is killed. Invariants: writes go
+// on while f is down; f does not vote before its state transfer and says
+// why (it needs g's votes: it may have forgotten its own); once healed it
+// rejoins by state transfer without stopping the cluster, and then carries
+// the majority with the leader when g is gone; no acknowledged txn lost.
 func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
 	cl := startCluster(t, clusterOptions{})
 	leader := elect(t, cl)
@@ -166,6 +170,7 @@ func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
 	w.Start(3, 1, 2, 4)
 	time.Sleep(time.Second)
 	f := other(cl, leader)
+	g := other(cl, leader, f)
 	if _, err := cl.member(int(f)).Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -175,10 +180,35 @@ func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
 	if during == 0 {
 		t.Errorf("no transaction acknowledged while follower %d was down", f)
 	}
+
+	cl.dropFile(int(f), fmt.Sprint(g))
 	if err := cl.member(int(f)).Restart(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	waitFor(t, 10*time.Second, fmt.Sprintf("member %d saying why it does not vote", f), func() bool {
+		return strings.Contains(cl.member(int(f)).Log(), "not voting yet, catching up for")
+	})
+	for _, line := range strings.Split(cl.member(int(f)).Log(), "\n") {
+		if strings.Contains(line, "not voting yet") {
+			t.Logf("member %d: %s", f, line)
+			break
+		}
+	}
+	if st, err := cl.status(int(f)); err == nil && st.GetRole() == rolisv1.Role_FOLLOWER {
+		t.Fatalf("member %d, cut off from member %d, is a voting follower before its state transfer", f, g)
+	}
+	cl.heal()
+	if err := cl.waitCaughtUp(leader, 30*time.Second); err != nil {
+		t.Fatalf("member %d after its restart: %v", f, err)
+	}
+
+	if _, err := cl.member(int(g)).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	acked := w.Acked()
+	waitFor(t, 10*time.Second, fmt.Sprintf("writes acknowledged by the leader and the restarted member %d alone", f), func() bool {
+		return w.Acked() > acked+100
+	})
 	w.Stop()
 	t.Log(w.check(cl, leader))
 }

@@ -2115,20 +2115,43 @@ SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
 void Replica::CatchUpLoop() {
   NameThisThread("rolis-catch-up");
   int failures = 0;
+  // A member that cannot catch up says why, once it has tried for a while
+  // (at start the others may just not be listening yet) and then now and then.
+  const auto first_report = std::chrono::seconds(2), report_every = std::chrono::seconds(10);
+  SteadyClock::time_point failing_since{}, reported{};
   while (!stop_.load()) {
     bool work = !voting_.load() || needs_transfer_.load();
     if (work) {
-      bool done = !voting_.load() ? Probe() : TransferState().ok();
-      failures = done ? 0 : std::min(failures + 1, 10);
-      if (done) continue;
+      Status s = !voting_.load() ? Probe() : TransferState();
+      const auto now = SteadyClock::now();
+      if (s.ok()) {
+        failures = 0;
+        failing_since = {};
+        continue;
+      }
+      failures = std::min(failures + 1, 10);
+      if (failing_since == SteadyClock::time_point{}) failing_since = reported = now;
+      if (now - failing_since >= first_report && (reported == failing_since || now - reported >= report_every)) {
+        reported = now;
+        std::fprintf(stderr,
+                     "rolis-repl %u: not voting yet, catching up for %lld s: %s (it counts toward a majority only "
+                     "once it has; `rolisctl status` shows which members are up)\n",
+                     opts_.id,
+                     static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - failing_since).count()),
+                     s.message().c_str());
+      }
     }
     std::unique_lock<std::mutex> lk(catch_mu_);
-    auto wait = work ? std::chrono::milliseconds(50 * (1 + failures)) : std::chrono::milliseconds(200);
+    // A probe retries sooner: at a new cluster's start the others come up
+    // within moments, and a member that has not decided by the first
+    // election must then catch up by a state transfer.
+    const int step_ms = voting_.load() ? 50 : 20;
+    auto wait = work ? std::chrono::milliseconds(step_ms * (1 + failures)) : std::chrono::milliseconds(200);
     catch_cv_.wait_for(lk, wait, [&] { return stop_.load(); });
   }
 }
 
-bool Replica::Probe() {
+Status Replica::Probe() {
   // Did this member restart empty (the others know more than it does), or
   // is the whole cluster new? It decides only when it knows: a member that
   // forgot its votes must not vote before it catches up.
@@ -2154,16 +2177,22 @@ bool Replica::Probe() {
     }
   }
   if (others_know) {
+    // This member restarted empty, or started after the cluster's first
+    // election: either way it may not vote before a state transfer.
     needs_transfer_.store(true);
-    return TransferState().ok();
+    Status s = TransferState();
+    if (!s.ok()) return Status(s.code(), "the others hold state this member lacks, and its state transfer failed: " + s.message());
+    return s;
   }
   if (virgin >= std::min<size_t>(peers().size(), majority())) {
     voting_.store(true);
     role_.store(Role::kFollower);
     std::fprintf(stderr, "rolis-repl %u: new cluster (%zu other members have no state): voting\n", opts_.id, virgin);
-    return true;
+    return Status::OK();
   }
-  return false;
+  return Unavailable(std::to_string(replies.size()) + " of the " +
+                     std::to_string(peers().size()) + " other members answered its probe (" + std::to_string(virgin) +
+                     " without state; " + std::to_string(need_virgin) + " needed to call the cluster new)");
 }
 
 Status Replica::TransferState() {
@@ -2203,7 +2232,10 @@ Status Replica::TransferState() {
     got = true;
     break;
   }
-  if (!got) return Unavailable("no snapshot:" + why);
+  if (!got) {
+    if (!why.empty() && why.back() == ';') why.pop_back();
+    return Unavailable("no snapshot:" + why);
+  }
   // 2. The votes of a majority of the others (after the snapshot, so that
   //    they cover every slot after it): this member adopts them, so whatever
   //    it voted for before it lost its memory is still counted.
@@ -2233,8 +2265,8 @@ Status Replica::TransferState() {
     if (IsBetterDecided(r.decided, newest)) newest = r.decided;
   }
   if (oks.size() < need) {
-    return Unavailable("state transfer: " + std::to_string(oks.size()) + " members answered, " +
-                       std::to_string(need) + " needed");
+    return Unavailable("state transfer: it adopts the votes of " + std::to_string(need) + " other members of " +
+                       MembersString(cfg) + ", " + std::to_string(oks.size()) + " answered");
   }
   std::vector<StreamSlots> adopted(opts_.streams);
   for (uint32_t t = 0; t < opts_.streams; t++) {

@@ -279,7 +279,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
   // Catch-up.
   void CatchUpLoop();
-  bool Probe();         // true: fresh cluster or caught up
+  Status Probe();  // OK: a new cluster (voting now) or caught up by state transfer
   Status TransferState();
 
   // Fan-out of calls to every member (this one through its own handler).
