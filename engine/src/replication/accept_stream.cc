@@ -285,6 +285,14 @@ void AcceptStreamListener::ServeConnection(Conn* c, int fd) {
     static std::atomic<int> logged{0};
     if (logged.fetch_add(1) < 10) spdlog::warn("replication: accept stream connection refused: {}", error);
   }
+  // Reads of a plaintext socket time out until the preface is in (TLS's
+  // handshake has a deadline of its own).
+  auto read_timeout = [&](std::chrono::milliseconds t) {
+    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>((t.count() % 1000) * 1000)};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  };
+  const bool plaintext = stream && !security_.server;
+  if (plaintext) read_timeout(preface_timeout_);
   std::shared_ptr<FrameConn> conn;
   if (stream) {
     conn = std::make_shared<FrameConn>(std::move(stream), max_frame_);
@@ -293,6 +301,7 @@ void AcceptStreamListener::ServeConnection(Conn* c, int fd) {
     if (stop_.load()) conn->Shutdown();
   }
   if (conn && conn->ReadPreface()) {
+    if (plaintext) read_timeout(std::chrono::milliseconds(0));  // a leader may be quiet for long
     std::string request, reply;
     while (!stop_.load() && conn->ReadFrame(&request)) {
       reply.clear();

@@ -97,9 +97,13 @@ class AcceptStreamListener {
   // worker stream); beyond it a new connection is closed at once, so that
   // callers that open connections and never close them cannot use up the
   // member's threads.
-  AcceptStreamListener(StreamSecurity security, size_t max_frame, Serve serve, size_t max_connections = 1024)
+  // A plaintext caller must send the preface within `preface_timeout` (a
+  // TLS caller must finish its handshake within 5 s): a connection that
+  // says nothing does not hold one of those places.
+  AcceptStreamListener(StreamSecurity security, size_t max_frame, Serve serve, size_t max_connections = 1024,
+                       std::chrono::milliseconds preface_timeout = std::chrono::seconds(5))
       : security_(std::move(security)), max_frame_(max_frame), serve_(std::move(serve)),
-        max_connections_(max_connections) {}
+        max_connections_(max_connections), preface_timeout_(preface_timeout) {}
   ~AcceptStreamListener() { Stop(); }
   // Listens on every interface at `port` (0: any free port). False with the
   // reason in *error.
@@ -122,6 +126,7 @@ class AcceptStreamListener {
   size_t max_frame_;
   Serve serve_;
   size_t max_connections_;
+  std::chrono::milliseconds preface_timeout_;
   int listen_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> stop_{false};

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "tls_stream.h"
 
@@ -192,6 +193,32 @@ TEST(AcceptStream, ConnectionsBeyondTheLimitAreClosedAndTheOthersServed) {
   ASSERT_TRUE(a->ReadFrame(&got));
   EXPECT_EQ(got, "still");
   EXPECT_EQ(served.load(), 3);
+}
+
+TEST(AcceptStream, ACallerThatSendsNoPrefaceIsClosedAndItsPlaceFreed) {
+  std::atomic<int> served{0};
+  AcceptStreamListener l({}, kMaxFrame, [&](std::string& req, std::string* reply) {
+    served++;
+    *reply = req;
+    return AcceptStreamListener::Served::kReply;
+  }, /*max_connections=*/1, /*preface_timeout=*/std::chrono::milliseconds(300));
+  std::string error;
+  ASSERT_TRUE(l.Start(0, &error)) << error;
+  int silent = RawDial(l.port());
+  ASSERT_GE(silent, 0);
+  EXPECT_TRUE(ClosedByServer(silent));  // after 300 ms, not at once (one place is free)
+  ::close(silent);
+  // The place is free again: a member is served, and may then be quiet for
+  // longer than the preface timeout.
+  std::unique_ptr<FrameConn> c;
+  for (int i = 0; i < 100 && l.connections() != 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  c = Dial(l.port());
+  ASSERT_TRUE(c && c->WritePreface());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  std::string got;
+  ASSERT_TRUE(c->WriteFrame("late") && c->ReadFrame(&got));
+  EXPECT_EQ(got, "late");
+  EXPECT_EQ(served.load(), 1);
 }
 
 // --- mutual TLS -------------------------------------------------------------
