@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "rolis/value_patch.h"
+#include "stream_copy.h"
 
 namespace rolis::replication {
 namespace {
@@ -95,7 +96,15 @@ void AppendTxnAt(std::string* out, size_t* used, uint64_t ts, std::span<const Wr
     if (out->capacity() < *used + n) out->reserve(std::max(*used + n, 2 * out->capacity()));
     out->resize(*used + n);
   }
-  EncodeAt(out->data() + *used, ts, writes);
+  // Encoded where this core's cache keeps it, then copied past the caches:
+  // a batch's buffer comes back for reuse only after the retained log lets
+  // it go, cold by then, and writing it directly read each of its lines in
+  // and evicted the engine's own (a TPC-C worker ~5% slower than with a
+  // buffer that stays in cache).
+  thread_local std::string scratch;
+  if (scratch.size() < n) scratch.resize(std::max(n, size_t{4096}));
+  EncodeAt(scratch.data(), ts, writes);
+  CopyPastCaches(out->data() + *used, scratch.data(), n);
   *used += n;
 }
 
