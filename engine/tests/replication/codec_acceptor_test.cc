@@ -87,16 +87,21 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
 
 // The leader's stream writes into a reused buffer (AppendTxnAt): old bytes
 // past the batch are overwritten, and the batch cut to its length is what
-// AppendTxn builds from nothing.
+// AppendTxn builds from nothing, for transactions under and over its
+// 64 KiB scratch (copied past the caches, or encoded in place).
 TEST(Codec, AppendTxnAtOverAReusedBufferEqualsAppendTxn) {
-  WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {3, std::string(300, 'k'), "v", false}};
+  const std::string key(300, 'k'), big(70000, 'v');
+  WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {3, key, "v", false}, {4, "big", big, false}};
+  auto txn = [&a](uint64_t ts) {
+    return ts % 10 == 0 ? std::span<const WriteRecord>(a + 3, 1) : std::span<const WriteRecord>(a, 1 + ts % 3);
+  };
   std::string want;
-  for (uint64_t ts = 1; ts <= 40; ts++) AppendTxn(&want, ts, std::span<const WriteRecord>(a, 1 + ts % 3));
+  for (uint64_t ts = 1; ts <= 40; ts++) AppendTxn(&want, ts, txn(ts));
   for (size_t garbage : {size_t{0}, size_t{7}, want.size() / 2, want.size() + 100}) {
     SCOPED_TRACE(garbage);
     std::string buf(garbage, '\xAB');
     size_t used = 0;
-    for (uint64_t ts = 1; ts <= 40; ts++) AppendTxnAt(&buf, &used, ts, std::span<const WriteRecord>(a, 1 + ts % 3));
+    for (uint64_t ts = 1; ts <= 40; ts++) AppendTxnAt(&buf, &used, ts, txn(ts));
     EXPECT_GE(buf.size(), used);
     buf.resize(used);
     EXPECT_EQ(buf, want);
