@@ -2144,8 +2144,9 @@ void Replica::CatchUpLoop() {
     std::unique_lock<std::mutex> lk(catch_mu_);
     // A probe retries sooner: at a new cluster's start the others come up
     // within moments, and a member that has not decided by the first
-    // election must then catch up by a state transfer.
-    const int step_ms = voting_.load() ? 50 : 20;
+    // election must then catch up by a state transfer. A transfer (which
+    // may have had a follower scan its whole store) retries more slowly.
+    const int step_ms = voting_.load() || needs_transfer_.load() ? 50 : 20;
     auto wait = work ? std::chrono::milliseconds(step_ms * (1 + failures)) : std::chrono::milliseconds(200);
     catch_cv_.wait_for(lk, wait, [&] { return stop_.load(); });
   }
