@@ -119,14 +119,21 @@ bool FrameConn::Fill(size_t need) {
   return true;
 }
 
-bool FrameConn::ReadFrame(std::string* out) {
+bool FrameConn::ReadFrameView(std::string_view* out) {
+  if (start_ == end_) start_ = end_ = 0;  // the last frame is consumed
   if (!Fill(4)) return false;
   const uint32_t n = GetLength(buf_.data() + start_);
   if (n > max_frame_) return false;
   if (!Fill(4 + size_t{n})) return false;
-  out->assign(buf_.data() + start_ + 4, n);
+  *out = std::string_view(buf_.data() + start_ + 4, n);
   start_ += 4 + size_t{n};
-  if (start_ == end_) start_ = end_ = 0;
+  return true;
+}
+
+bool FrameConn::ReadFrame(std::string* out) {
+  std::string_view v;
+  if (!ReadFrameView(&v)) return false;
+  out->assign(v);
   return true;
 }
 
@@ -302,8 +309,9 @@ void AcceptStreamListener::ServeConnection(Conn* c, int fd) {
   }
   if (conn && conn->ReadPreface()) {
     if (plaintext) read_timeout(std::chrono::milliseconds(0));  // a leader may be quiet for long
-    std::string request, reply;
-    while (!stop_.load() && conn->ReadFrame(&request)) {
+    std::string_view request;
+    std::string reply;
+    while (!stop_.load() && conn->ReadFrameView(&request)) {
       reply.clear();
       const Served served = serve_(request, &reply);
       if (served == Served::kClose || (served == Served::kReply && !conn->WriteFrame(reply))) break;

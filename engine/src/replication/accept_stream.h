@@ -31,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -61,6 +62,9 @@ class FrameConn {
   bool WritePreface();
   // False when the connection is gone or sent a frame over the limit.
   bool ReadFrame(std::string* out);
+  // The same, without a copy: *out points into this connection's buffer
+  // and is valid until its next read.
+  bool ReadFrameView(std::string_view* out);
   bool ReadPreface();
   void Shutdown() { s_->Shutdown(); }
 
@@ -92,7 +96,8 @@ struct StreamSecurity {
 class AcceptStreamListener {
  public:
   enum class Served { kReply, kNoReply, kClose };
-  using Serve = std::function<Served(std::string& request, std::string* reply)>;
+  // `request` is valid only during the call (it is the connection's buffer).
+  using Serve = std::function<Served(std::string_view request, std::string* reply)>;
   // At most `max_connections` are served at once (a leader needs one per
   // worker stream); beyond it a new connection is closed at once, so that
   // callers that open connections and never close them cannot use up the

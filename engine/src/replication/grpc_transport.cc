@@ -78,9 +78,13 @@ void GrpcTransport::Stop() {
 }
 
 bool GrpcTransport::ListenAcceptStream(uint16_t port, std::string* error) {
-  auto serve = [this](std::string& request, std::string* reply) {
+  auto serve = [this](std::string_view request, std::string* reply) {
+    // Parsed from the connection's buffer: the batch's bytes are copied
+    // once, into the message (a follower's CPU also runs replay).
     v1::AcceptRequest req;
-    if (!req.ParseFromString(request)) return AcceptStreamListener::Served::kClose;
+    if (!req.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
+      return AcceptStreamListener::Served::kClose;
+    }
     v1::AcceptResponse resp;
     switch (ServeAccept(std::move(req), &resp)) {
       case Served::kNotReady: return AcceptStreamListener::Served::kClose;

@@ -28,11 +28,11 @@ constexpr size_t kMaxFrame = 4 << 20;
 // close the connection and "quiet" gets no reply.
 struct EchoServer {
   explicit EchoServer(StreamSecurity security = {})
-      : listener(std::move(security), kMaxFrame, [this](std::string& req, std::string* reply) {
+      : listener(std::move(security), kMaxFrame, [this](std::string_view req, std::string* reply) {
           served++;
           if (req == "close") return AcceptStreamListener::Served::kClose;
           if (req == "quiet") return AcceptStreamListener::Served::kNoReply;
-          *reply = "re:" + req;
+          *reply = "re:" + std::string(req);
           return AcceptStreamListener::Served::kReply;
         }) {
     std::string error;
@@ -174,9 +174,9 @@ TEST(AcceptStream, StopEndsConnectionsThatAreStillOpen) {
 
 TEST(AcceptStream, ConnectionsBeyondTheLimitAreClosedAndTheOthersServed) {
   std::atomic<int> served{0};
-  AcceptStreamListener l({}, kMaxFrame, [&](std::string& req, std::string* reply) {
+  AcceptStreamListener l({}, kMaxFrame, [&](std::string_view req, std::string* reply) {
     served++;
-    *reply = req;
+    reply->assign(req);
     return AcceptStreamListener::Served::kReply;
   }, /*max_connections=*/2);
   std::string error;
@@ -197,9 +197,9 @@ TEST(AcceptStream, ConnectionsBeyondTheLimitAreClosedAndTheOthersServed) {
 
 TEST(AcceptStream, ACallerThatSendsNoPrefaceIsClosedAndItsPlaceFreed) {
   std::atomic<int> served{0};
-  AcceptStreamListener l({}, kMaxFrame, [&](std::string& req, std::string* reply) {
+  AcceptStreamListener l({}, kMaxFrame, [&](std::string_view req, std::string* reply) {
     served++;
-    *reply = req;
+    reply->assign(req);
     return AcceptStreamListener::Served::kReply;
   }, /*max_connections=*/1, /*preface_timeout=*/std::chrono::milliseconds(300));
   std::string error;
