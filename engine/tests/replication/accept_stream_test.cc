@@ -44,6 +44,15 @@ struct EchoServer {
   bool started = false;
 };
 
+// A serve that answers each request with itself and counts it.
+AcceptStreamListener::Serve Mirror(std::atomic<int>* served) {
+  return [served](std::string_view req, std::string* reply) {
+    (*served)++;
+    reply->assign(req);
+    return AcceptStreamListener::Served::kReply;
+  };
+}
+
 std::unique_ptr<FrameConn> Dial(uint16_t port, const StreamSecurity& security = {},
                                 const std::string& host = "127.0.0.1") {
   std::string error;
@@ -174,11 +183,7 @@ TEST(AcceptStream, StopEndsConnectionsThatAreStillOpen) {
 
 TEST(AcceptStream, ConnectionsBeyondTheLimitAreClosedAndTheOthersServed) {
   std::atomic<int> served{0};
-  AcceptStreamListener l({}, kMaxFrame, [&](std::string_view req, std::string* reply) {
-    served++;
-    reply->assign(req);
-    return AcceptStreamListener::Served::kReply;
-  }, /*max_connections=*/2);
+  AcceptStreamListener l({}, kMaxFrame, Mirror(&served), /*max_connections=*/2);
   std::string error;
   ASSERT_TRUE(l.Start(0, &error)) << error;
   auto a = Dial(l.port()), b = Dial(l.port());
@@ -197,11 +202,8 @@ TEST(AcceptStream, ConnectionsBeyondTheLimitAreClosedAndTheOthersServed) {
 
 TEST(AcceptStream, ACallerThatSendsNoPrefaceIsClosedAndItsPlaceFreed) {
   std::atomic<int> served{0};
-  AcceptStreamListener l({}, kMaxFrame, [&](std::string_view req, std::string* reply) {
-    served++;
-    reply->assign(req);
-    return AcceptStreamListener::Served::kReply;
-  }, /*max_connections=*/1, /*preface_timeout=*/std::chrono::milliseconds(300));
+  AcceptStreamListener l({}, kMaxFrame, Mirror(&served), /*max_connections=*/1,
+                         /*preface_timeout=*/std::chrono::milliseconds(300));
   std::string error;
   ASSERT_TRUE(l.Start(0, &error)) << error;
   int silent = RawDial(l.port());
