@@ -282,10 +282,7 @@ func (c *Cluster) assign() error {
 		if replicated && !hasFlag(extra, "--accept-stream-port") {
 			m.args = append(m.args, "--accept-stream-port="+strconv.Itoa(ports[(m.ID-1)*per+4]))
 		}
-		m.args = append(m.args, c.opts.Args...)
-		if c.opts.MemberArgs != nil {
-			m.args = append(m.args, c.opts.MemberArgs(m.ID)...)
-		}
+		m.args = append(m.args, extra...)
 	}
 	return nil
 }
