@@ -5,6 +5,10 @@
 // trip per step instead of one per key. Each step fetches only what the
 // next search reads: a node's header and first slices, then the one child
 // pointer or record slot the search picked, then the record's first line.
+// The slot and record lines are fetched non-temporally (PrefetchLineOnce):
+// replay touches them once, and leaves the outer caches to the worker of a
+// leader that shares the host (docs/benchmarks.md, session of 2026-11-26
+// 13:35 UTC). Inner nodes and leaf headers, hot across writes, stay cached.
 #include "btree.h"
 
 namespace rolis::core {
@@ -83,7 +87,7 @@ void BTree::LookupGroup(GroupProbe* p, int n) {
     const Leaf* leaf = static_cast<const Leaf*>(node[i]);
     count[i] = ClampCount(Ld(leaf->count), kLeafCap);
     lo[i] = NodeLowerBound<kLeafCap>(leaf->s0, count[i], p[i].key.s0);
-    if (lo[i] < count[i]) PrefetchLine(reinterpret_cast<const char*>(&leaf->slots[lo[i]]));
+    if (lo[i] < count[i]) PrefetchLineOnce(reinterpret_cast<const char*>(&leaf->slots[lo[i]]));
   }
   for (int j = 0; j < m; j++) {
     const int i = live[j];
@@ -96,7 +100,7 @@ void BTree::LookupGroup(GroupProbe* p, int n) {
     p[i].resolved = true;
     // A prefetch never faults, and the caller is inside an epoch, so the
     // record is not freed while it is used.
-    if (r) PrefetchLine(reinterpret_cast<const char*>(r));
+    if (r) PrefetchLineOnce(reinterpret_cast<const char*>(r));
   }
 }
 
