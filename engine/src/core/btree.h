@@ -97,11 +97,11 @@ struct alignas(64) Inner : NodeBase {
 // descent costs about one memory round trip per level.
 // (Inline asm: GCC 12 silently drops __builtin_prefetch here once inlined.)
 inline void PrefetchLine(const char* p) { asm volatile("prefetcht0 %0" : : "m"(*p)); }
-// For a line read once and then left (a follower's replay of a record):
-// the non-temporal hint keeps it from being placed in the outer caches
+// For a line used once and then left (a follower's replay of a record):
+// the non-temporal hint asks the core not to place it in the outer caches
 // when it leaves L1 (on AMD the L3 takes every line evicted from L2), so a
-// follower's replay leaves the shared L3 to the leader's worker on the same
-// host.
+// follower's replay leaves more of a shared L3 to a leader's worker on the
+// same host. Only a hint: the line is read and written as any other.
 inline void PrefetchLineOnce(const char* p) { asm volatile("prefetchnta %0" : : "m"(*p)); }
 template <size_t kBytes>
 inline void PrefetchBytes(const void* n) {
