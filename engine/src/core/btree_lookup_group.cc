@@ -5,10 +5,11 @@
 // trip per step instead of one per key. Each step fetches only what the
 // next search reads: a node's header and first slices, then the one child
 // pointer or record slot the search picked, then the record's first line.
-// The slot and record lines are fetched non-temporally (PrefetchLineOnce):
-// replay touches them once, and leaves the outer caches to the worker of a
-// leader that shares the host (docs/benchmarks.md, session of 2026-11-26
-// 13:35 UTC). Inner nodes and leaf headers, hot across writes, stay cached.
+// The slot and record lines are fetched with a non-temporal hint
+// (PrefetchLineOnce): replay touches them once, so they should leave the
+// outer caches to the worker of a leader that shares the host
+// (docs/benchmarks.md, session of 2026-11-26 13:35 UTC). Inner nodes and
+// leaf headers, hot across writes, are fetched as usual.
 #include "btree.h"
 
 namespace rolis::core {
