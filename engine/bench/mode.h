@@ -27,6 +27,7 @@ struct ModeOptions {
   std::string rolisd;          // follower binary; empty: rolisd next to this program
   bool pin = true;             // pin followers and the replication threads away from the workers
   bool huge_pages = false;     // Options::huge_pages here and rolisd's --huge-pages in the followers
+  size_t prefault_memory = 0;  // rolis/prefault.h here and rolisd's --prefault-memory in the followers
   bool patch_updates = true;   // replicated: Options::patch_updates in the leader (as rolisd's)
 };
 

@@ -270,6 +270,7 @@ Status Replicated::SpawnFollowers(Database* db) {
               "--batch-timeout=" + std::to_string(o_.batch_timeout.count()) + "us",
               "--epoch-period-ms=" + std::to_string(o_.epoch_period_ms),
               std::string("--huge-pages=") + (o_.huge_pages ? "true" : "false"),
+              "--prefault-memory=" + std::to_string(o_.prefault_memory),
               "--shutdown-grace=0s",
               "--log-level=warn"};
     Status s = followers_.Spawn(rolisd_, f);

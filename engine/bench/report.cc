@@ -133,6 +133,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("load_seconds", Num(info.load_seconds));
   field("pinned", r.pinned ? "true" : "false");
   field("huge_pages", info.mode.huge_pages ? "true" : "false");
+  field("prefault_mib", Num(static_cast<double>(info.mode.prefault_memory >> 20)));
   field("worker_cpu_seconds", Num(r.worker_cpu_seconds));
   field("cpu_normalized_tps", Num(r.cpu_normalized_throughput(info.threads)));
   if (!r.timeline.empty()) {

@@ -20,7 +20,9 @@
 #include "mode.h"
 #include "report.h"
 #include "server/config.h"
+#include "rolis/byte_size.h"
 #include "rolis/db.h"
+#include "rolis/prefault.h"
 #include "workloads/tpcc.h"
 #include "workloads/ycsb.h"
 
@@ -63,6 +65,10 @@ int main(int argc, char** argv) {
   app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
   app.add_flag("--huge-pages", mode_options.huge_pages,
                "back the engine's memory with transparent huge pages (rolisd's --huge-pages; default off, as rolisd)");
+  std::string prefault = "0";
+  app.add_option("--prefault-memory", prefault,
+                 "memory to fault in before the load and keep for the engine, here and in the followers (rolisd's "
+                 "--prefault-memory, e.g. 2GiB; default 0, as rolisd)");
   app.add_option("--patch-updates", mode_options.patch_updates,
                  "replicated: log an update of the worker's own last write as a patch (as rolisd; default true)");
   app.add_option("--epoch-ms", epoch_ms, "engine epoch period, ms")->check(CLI::Range(1, 10000));
@@ -91,10 +97,20 @@ int main(int argc, char** argv) {
   auto timeout = server::ParseBatchTimeout(batch_timeout);
   if (!timeout) return Fail("--batch-timeout", Status::InvalidArgument("'" + batch_timeout + "' is not 50us..1s"));
   mode_options.batch_timeout = *timeout;
+  auto prefault_bytes = ParseByteSize(prefault);
+  if (!prefault_bytes) return Fail("--prefault-memory", Status::InvalidArgument("'" + prefault + "' is not a size (e.g. 512MiB, 2GiB)"));
+  // Rounded as PrefaultMemory rounds it, so that the JSON line and the followers' flag say what was faulted in.
+  mode_options.prefault_memory = (*prefault_bytes + kPrefaultUnit - 1) / kPrefaultUnit * kPrefaultUnit;
   mode_options.threads = driver.threads;
   mode_options.epoch_period_ms = epoch_ms;
   mode_options.pin = !no_pin;
 
+  if (mode_options.prefault_memory > 0) {
+    std::fprintf(stdout, "prefaulting %zu MiB ...\n", mode_options.prefault_memory >> 20);
+    std::fflush(stdout);
+    Status ps = PrefaultMemory(mode_options.prefault_memory);
+    if (!ps.ok()) return Fail("--prefault-memory", ps);
+  }
   std::unique_ptr<bench::Mode> mode;
   Status s = bench::MakeMode(mode_options, &mode);
   if (!s.ok()) return Fail("mode", s);

@@ -70,23 +70,6 @@ std::optional<std::chrono::microseconds> ParseBatchTimeout(const std::string& te
   return us;
 }
 
-std::optional<size_t> ParseByteSize(const std::string& text) {
-  std::string s = Lower(text);
-  size_t i = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) i++;
-  auto n = ParseUint(std::string_view(s).substr(0, i));
-  if (!n) return std::nullopt;
-  std::string unit = s.substr(i);
-  uint64_t mult;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") mult = 1024;
-  else if (unit == "m" || unit == "mb" || unit == "mib") mult = 1024 * 1024;
-  else if (unit == "g" || unit == "gb" || unit == "gib") mult = 1024ull * 1024 * 1024;
-  else return std::nullopt;
-  if (*n > (uint64_t{1} << 40) / mult) return std::nullopt;
-  return static_cast<size_t>(*n * mult);
-}
-
 bool ValidHostPort(const std::string& address) {
   size_t colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0) return false;
@@ -151,14 +134,14 @@ std::string ServerConfig::Summary() const {
   }
   return fmt::format(
       "listen={} admin_listen={} metrics_listen={} advertise_address={} id={} peers=[{}] election={} "
-      "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms huge_pages={} "
+      "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms huge_pages={} prefault_memory={} "
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
       "tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
       election == Election::kNone ? "none" : "builtin", worker_threads, replication_streams, table_list, epoch_period_ms,
-      huge_pages ? "on" : "off",
+      huge_pages ? "on" : "off", FormatBytes(prefault_memory),
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
       max_execute_retries, max_key_bytes, max_value_bytes, max_ops_per_txn, max_open_txns, max_scan_limit,
       FormatBytes(max_message_bytes), max_stream_inflight, tls_cert.empty() ? "off" : "on",
@@ -181,7 +164,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   app.get_formatter()->column_width(40);
 
   std::string txn_idle = "30s", max_txn_idle = "10m", shutdown_grace = "10s", tls_refresh = "60s";
-  std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB";
+  std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB", prefault = "0";
   std::string peers, tables = "kv", election = "none", log_format = "text";
   std::string batch_timeout = "1ms", election_timeout = "1500ms";
 
@@ -246,6 +229,10 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
                  "data sets, but allocation churn (network buffers) then zeroes 2 MiB pages; see "
                  "docs/operations.md")
       ->envname("ROLISD_HUGE_PAGES")->capture_default_str()->group("Engine");
+  app.add_option("--prefault-memory", prefault,
+                 "Memory to fault in at start and keep for the engine (e.g. 4GiB; rounded up to 64MiB): no page "
+                 "faults while the data grows into it; it counts toward the memory limit from the start. 0 = none")
+      ->envname("ROLISD_PREFAULT_MEMORY")->capture_default_str()->group("Engine");
 
   // Transactions.
   app.add_option("--txn-idle-timeout", txn_idle,
@@ -346,7 +333,8 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
     size_t* out;
   } sizes[] = {{"--max-key-bytes", &max_key, &c.max_key_bytes},
                {"--max-value-bytes", &max_value, &c.max_value_bytes},
-               {"--max-message-bytes", &max_msg, &c.max_message_bytes}};
+               {"--max-message-bytes", &max_msg, &c.max_message_bytes},
+               {"--prefault-memory", &prefault, &c.prefault_memory}};
   for (auto& s : sizes) {
     auto v = ParseByteSize(*s.text);
     if (!v) return fail(fmt::format("{}: '{}' is not a size (e.g. 1024, 64KiB, 4MiB)", s.flag, *s.text));

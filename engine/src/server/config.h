@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "rolis/byte_size.h"
+
 namespace rolis::server {
 
 struct Peer {
@@ -67,6 +69,10 @@ struct ServerConfig {
   // 2 MiB at a time, which network buffers make frequent. Off by default:
   // docs/operations.md, "Huge pages".
   bool huge_pages = false;
+  // Bytes of memory faulted in at start and kept by the allocator for good
+  // (rolis/prefault.h): the engine then grows without page faults until it
+  // is used up. 0 (the default): none. docs/operations.md, "Prefaulted memory".
+  size_t prefault_memory = 0;
 
   // Transactions.
   std::chrono::milliseconds txn_idle_timeout{30000};
@@ -117,7 +123,7 @@ ParseResult ParseConfig(int argc, const char* const* argv);
 std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text);
 // --batch-timeout: "500us", "2ms", "1s" (50us..1s); nullopt otherwise.
 std::optional<std::chrono::microseconds> ParseBatchTimeout(const std::string& text);
-std::optional<size_t> ParseByteSize(const std::string& text);
+using rolis::ParseByteSize;  // rolis/byte_size.h
 // "1=host:port,2=host:port"; error text in *error when it returns nullopt.
 std::optional<std::vector<Peer>> ParsePeers(const std::string& text, std::string* error);
 // host:port with a numeric port 0..65535 (host may be [v6]).

@@ -2,11 +2,13 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 
 #include "paxos_replicator.h"
 #include "rolis/db.h"
+#include "rolis/prefault.h"
 #include "server/config.h"
 #include "server/logging.h"
 #include "server/runtime.h"
@@ -40,6 +42,22 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   spdlog::info("rolisd {} starting: {}", rolis::server::Version(), config.Summary());
+  if (config.prefault_memory > 0) {
+    // Before the engine opens, so that its first allocations come from it.
+    const auto t0 = std::chrono::steady_clock::now();
+    const size_t rounded = (config.prefault_memory + rolis::kPrefaultUnit - 1) / rolis::kPrefaultUnit * rolis::kPrefaultUnit;
+    spdlog::info("prefaulting {} MiB for the engine (--prefault-memory; it counts toward the memory limit from now on)",
+                 rounded >> 20);
+    rolis::Status ps = rolis::PrefaultMemory(config.prefault_memory, [](size_t done, size_t total) {
+      spdlog::info("prefaulted {} of {} MiB", done >> 20, total >> 20);
+    });
+    if (!ps.ok()) {
+      spdlog::error("startup failed: --prefault-memory: {}", ps.message());
+      return 1;
+    }
+    spdlog::info("prefaulted {} MiB in {:.1f} s", rolis::PrefaultedBytes() >> 20,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   rolis::server::RolisServer server(
       config, [](const rolis::Options& o) { return rolis::Database::Open(o); },
       [](const rolis::server::ServerConfig& c) { return rolis::replication::MakeReplicator(c); });

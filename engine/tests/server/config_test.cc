@@ -44,6 +44,18 @@ TEST(ConfigTest, HugePagesTakeABoolean) {
   EXPECT_NE(bad.message.find("--huge-pages"), std::string::npos) << bad.message;
 }
 
+TEST(ConfigTest, PrefaultMemoryIsNoneByDefaultAndTakesASize) {
+  EXPECT_EQ(Parse({}).config.prefault_memory, 0u);  // docs/operations.md, "Prefaulted memory"
+  EXPECT_NE(Parse({}).config.Summary().find("prefault_memory=0"), std::string::npos);
+  ParseResult two = Parse({"--prefault-memory=2GiB"});
+  ASSERT_EQ(two.kind, ParseResult::Kind::kOk) << two.message;
+  EXPECT_EQ(two.config.prefault_memory, size_t{2} << 30);
+  EXPECT_NE(two.config.Summary().find("prefault_memory=2048MiB"), std::string::npos) << two.config.Summary();
+  ParseResult bad = Parse({"--prefault-memory=lots"});
+  EXPECT_EQ(bad.kind, ParseResult::Kind::kError);
+  EXPECT_NE(bad.message.find("--prefault-memory"), std::string::npos) << bad.message;
+}
+
 TEST(ConfigTest, TheAcceptStreamPortIsAnyFreeOneByDefaultAndMinusOneTurnsItOff) {
   EXPECT_EQ(Parse({}).config.accept_stream_port, 0);
   ParseResult fixed = Parse({"--accept-stream-port=7003"});
@@ -165,7 +177,7 @@ TEST(ConfigTest, HelpNamesEveryFlagAndItsVariable) {
   for (const char* s : {"--listen", "--admin-listen", "--metrics-listen", "--worker-threads", "--max-key-bytes",
                         "--max-value-bytes", "--max-ops-per-txn", "--max-open-txns", "--max-scan-limit",
                         "--max-message-bytes", "--txn-idle-timeout", "--tls-cert", "--tls-key", "--tls-ca",
-                        "--log-format", "--log-level", "--peers", "--id", "--election", "--huge-pages", "ROLISD_LISTEN",
+                        "--log-format", "--log-level", "--peers", "--id", "--election", "--huge-pages", "--prefault-memory", "ROLISD_LISTEN",
                         "ROLISD_MAX_OPEN_TXNS"}) {
     EXPECT_NE(r.message.find(s), std::string::npos) << s;
   }

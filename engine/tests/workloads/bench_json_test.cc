@@ -186,6 +186,8 @@ void CheckRun(const std::string& args, const std::string& workload) {
   // Off unless asked for, as in rolisd (docs/operations.md, "Huge pages").
   ASSERT_TRUE(f.count("huge_pages")) << line;
   EXPECT_EQ(std::get<bool>(f["huge_pages"]), false);
+  ASSERT_TRUE(f.count("prefault_mib")) << line;  // none unless asked for, as in rolisd
+  EXPECT_EQ(std::get<double>(f["prefault_mib"]), 0);
 }
 
 TEST(RolisBench, YcsbppPrintsJsonSummaryAsLastLine) {
@@ -270,14 +272,18 @@ TEST(RolisBench, ReplicatedYcsbppAcknowledgesThroughTheWatermark) {
   EXPECT_GE(std::get<double>(f["p50_us"]), std::get<double>(f["engine_p50_us"]));
 }
 
-// With --huge-pages, which the followers are started with too (a rolisd
-// that refused the flag would fail the run).
+// With --huge-pages and --prefault-memory, which the followers are started
+// with too (a rolisd that refused either flag would fail the run).
 TEST(RolisBench, ReplicatedTpccAcknowledgesThroughTheWatermark) {
-  auto f = RunReplicated("--workload=tpcc --tpcc-items=5000 --tpcc-customers=300 --tpcc-new-orders=90 --huge-pages");
+  auto f = RunReplicated(
+      "--workload=tpcc --tpcc-items=5000 --tpcc-customers=300 --tpcc-new-orders=90 --huge-pages "
+      "--prefault-memory=100MiB");
   if (f.empty()) return;
   EXPECT_EQ(std::get<double>(f["batch_size"]), rolis::server::kDefaultBatchSize);  // rolisd's default
   ASSERT_TRUE(f.count("huge_pages"));
   EXPECT_EQ(std::get<bool>(f["huge_pages"]), true);
+  ASSERT_TRUE(f.count("prefault_mib"));
+  EXPECT_EQ(std::get<double>(f["prefault_mib"]), 128);  // rounded up to 64 MiB units
 }
 
 TEST(RolisBench, RejectsEvenReplicasAndMissingRolisd) {
@@ -285,6 +291,9 @@ TEST(RolisBench, RejectsEvenReplicasAndMissingRolisd) {
   std::string out = RunBench("--workload=ycsbpp --replicas=2 --seconds=1 --ycsb-keys=100", &code);
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("odd"), std::string::npos) << out;
+  out = RunBench("--workload=ycsbpp --seconds=1 --ycsb-keys=100 --prefault-memory=lots", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--prefault-memory"), std::string::npos) << out;
   out = RunBench("--workload=ycsbpp --replicas=3 --seconds=1 --ycsb-keys=100 --rolisd=/nonexistent/rolisd", &code);
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("rolisd not found at /nonexistent/rolisd"), std::string::npos) << out;

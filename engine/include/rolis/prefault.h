@@ -1,0 +1,31 @@
+// Memory faulted in up front for the engine (rolisd --prefault-memory).
+//
+// An in-memory store grows into fresh pages all the time (TPC-C inserts),
+// and the first write of a fresh page is a page fault that zeroes it: on a
+// VM whose host has taken the page back, ~10 µs. Faulted in once at start
+// and handed to the allocator for good, that memory never faults again
+// (docs/operations.md, "Prefaulted memory").
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "rolis/status.h"
+
+namespace rolis {
+
+// The unit the allocator takes memory in: a request is rounded up to it.
+inline constexpr size_t kPrefaultUnit = size_t{64} << 20;
+
+// Maps `bytes` (rounded up to kPrefaultUnit), writes every page once and
+// gives the range to the allocator, which serves allocations from it first
+// and never returns it to the kernel. At most once per process (the
+// allocator is the process's); 0 does nothing. `progress(done, total)` is
+// called after each GiB. Fails, changing nothing, when the memory cannot be
+// mapped, or when the build's allocator cannot take it (sanitizer builds).
+Status PrefaultMemory(size_t bytes, const std::function<void(size_t done, size_t total)>& progress = {});
+
+// What PrefaultMemory gave the allocator in this process (0: nothing).
+size_t PrefaultedBytes();
+
+}  // namespace rolis
