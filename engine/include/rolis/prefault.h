@@ -21,9 +21,14 @@ inline constexpr size_t kPrefaultUnit = size_t{64} << 20;
 // gives the range to the allocator, which serves allocations from it first
 // and never returns it to the kernel. At most once per process (the
 // allocator is the process's); 0 does nothing. `progress(done, total)` is
-// called after each GiB. Fails, changing nothing, when the memory cannot be
-// mapped, or when the build's allocator cannot take it (sanitizer builds).
+// called after each GiB. Fails, changing nothing, when the size exceeds
+// what the process may still use (MemAvailable, its memory cgroup's limit),
+// when it cannot be mapped, or when the build's allocator cannot take it.
 Status PrefaultMemory(size_t bytes, const std::function<void(size_t done, size_t total)>& progress = {});
+
+// Whether this build's allocator can take prefaulted memory (mimalloc;
+// sanitizer builds use the system allocator, which cannot).
+bool PrefaultSupported();
 
 // What PrefaultMemory gave the allocator in this process (0: nothing).
 size_t PrefaultedBytes();

@@ -65,6 +65,14 @@ uint64_t AvailableMemory() {
 
 size_t PrefaultedBytes() { return prefaulted.load(); }
 
+bool PrefaultSupported() {
+#ifdef ROLIS_USE_MIMALLOC
+  return true;
+#else
+  return false;
+#endif
+}
+
 Status PrefaultMemory(size_t bytes, const std::function<void(size_t, size_t)>& progress) {
   if (bytes == 0) return Status::OK();
   std::lock_guard<std::mutex> g(prefault_mu);
@@ -74,7 +82,8 @@ Status PrefaultMemory(size_t bytes, const std::function<void(size_t, size_t)>& p
 #ifndef ROLIS_USE_MIMALLOC
   (void)progress;
   return Status::FailedPrecondition(
-      "this build's allocator cannot take prefaulted memory (a sanitizer build): run without --prefault-memory");
+      "this build's allocator (the system's, as in sanitizer builds) cannot take prefaulted memory: run without "
+      "--prefault-memory");
 #else
   if (bytes > (size_t{1} << 46)) return Status::InvalidArgument("prefault of " + Mib(bytes) + ": too large");
   const size_t size = (bytes + kPrefaultUnit - 1) / kPrefaultUnit * kPrefaultUnit;
