@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   if (mode_options.prefault_memory > 0) {
     std::fprintf(stdout, "prefaulting %zu MiB ...\n", mode_options.prefault_memory >> 20);
     std::fflush(stdout);
-    Status ps = PrefaultMemory(mode_options.prefault_memory);
+    Status ps = PrefaultMemory(mode_options.prefault_memory, mode_options.huge_pages);
     if (!ps.ok()) return Fail("--prefault-memory", ps);
   }
   std::unique_ptr<bench::Mode> mode;

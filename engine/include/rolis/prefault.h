@@ -19,12 +19,16 @@ inline constexpr size_t kPrefaultUnit = size_t{64} << 20;
 
 // Maps `bytes` (rounded up to kPrefaultUnit), writes every page once and
 // gives the range to the allocator, which serves allocations from it first
-// and never returns it to the kernel. At most once per process (the
+// and never returns it to the kernel. With `huge_pages` the range is
+// advised for transparent huge pages first (rolisd's --huge-pages): their
+// 2 MiB zeroing, which stalls a thread that faults one in, then happens
+// here, and the engine keeps the TLB reach. At most once per process (the
 // allocator is the process's); 0 does nothing. `progress(done, total)` is
 // called after each GiB. Fails, changing nothing, when the size exceeds
 // what the process may still use (MemAvailable, its memory cgroup's limit),
 // when it cannot be mapped, or when the build's allocator cannot take it.
-Status PrefaultMemory(size_t bytes, const std::function<void(size_t done, size_t total)>& progress = {});
+Status PrefaultMemory(size_t bytes, bool huge_pages = false,
+                      const std::function<void(size_t done, size_t total)>& progress = {});
 
 // Whether this build's allocator can take prefaulted memory (mimalloc;
 // sanitizer builds use the system allocator, which cannot).

@@ -73,13 +73,14 @@ bool PrefaultSupported() {
 #endif
 }
 
-Status PrefaultMemory(size_t bytes, const std::function<void(size_t, size_t)>& progress) {
+Status PrefaultMemory(size_t bytes, bool huge_pages, const std::function<void(size_t, size_t)>& progress) {
   if (bytes == 0) return Status::OK();
   std::lock_guard<std::mutex> g(prefault_mu);
   if (prefaulted.load() != 0) {
     return Status::FailedPrecondition("memory was already prefaulted in this process (" + Mib(prefaulted.load()) + ")");
   }
 #ifndef ROLIS_USE_MIMALLOC
+  (void)huge_pages;
   (void)progress;
   return Status::FailedPrecondition(
       "this build's allocator (the system's, as in sanitizer builds) cannot take prefaulted memory: run without "
@@ -105,6 +106,8 @@ Status PrefaultMemory(size_t bytes, const std::function<void(size_t, size_t)>& p
   if (start > base) munmap(raw, start - base);
   if (const uintptr_t end = base + mapped; end > start + size) munmap(reinterpret_cast<void*>(start + size), end - start - size);
   char* p = reinterpret_cast<char*>(start);
+  // Advice only: a host without THP in madvise or always mode gets 4 KiB pages.
+  if (huge_pages) madvise(p, size, MADV_HUGEPAGE);
   // One write per page faults it in (the kernel zeroes it); a volatile
   // store so that the compiler keeps every one.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));

@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     const size_t rounded = (config.prefault_memory + rolis::kPrefaultUnit - 1) / rolis::kPrefaultUnit * rolis::kPrefaultUnit;
     spdlog::info("prefaulting {} MiB for the engine (--prefault-memory; it counts toward the memory limit from now on)",
                  rounded >> 20);
-    rolis::Status ps = rolis::PrefaultMemory(config.prefault_memory, [](size_t done, size_t total) {
+    rolis::Status ps = rolis::PrefaultMemory(config.prefault_memory, config.huge_pages, [](size_t done, size_t total) {
       spdlog::info("prefaulted {} of {} MiB", done >> 20, total >> 20);
     });
     if (!ps.ok()) {

@@ -57,7 +57,7 @@ TEST(PrefaultTest, ImpossibleSizeFailsThenPrefaultedMemoryGrowsTheEngineWithoutP
   const long without = FaultsOfInserting(db.get(), testing::MakeTable(db.get(), "before"), 0, kRows);
 
   size_t reported = 0;
-  ASSERT_TRUE(PrefaultMemory(100 << 20, [&](size_t done, size_t total) {
+  ASSERT_TRUE(PrefaultMemory(100 << 20, /*huge_pages=*/false, [&](size_t done, size_t total) {
                 EXPECT_LE(done, total);
                 reported = done;
               }).ok());
