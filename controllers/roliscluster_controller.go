@@ -177,6 +177,7 @@ func stopFor(d time.Duration) outcome { return outcome{stop: true, requeue: d} }
 // steps is the whole life of a cluster, in order.
 func (r *Reconciler) steps() []step {
 	return []step{
+		{"spec", r.checkSpec},
 		{"config", r.reconcileConfig},
 		{"certificates", r.reconcileCertificates},
 		{"services", r.reconcileServices},

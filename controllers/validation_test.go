@@ -100,6 +100,18 @@ var _ = Describe("Validation by the API server", func() {
 		Expect(err).To(MatchError(ContainSubstring("spec.image: Required value")))
 	})
 
+	It("rejects a negative prefaultMemory and takes sizes as strings or bytes", func() {
+		err := k8s.Create(ctx, raw("negative", map[string]any{"image": "x", "prefaultMemory": "-1Gi"}))
+		Expect(err).To(MatchError(ContainSubstring("prefaultMemory cannot be negative")))
+		err = k8s.Create(ctx, raw("negativebytes", map[string]any{"image": "x", "prefaultMemory": int64(-5)}))
+		Expect(err).To(MatchError(ContainSubstring("prefaultMemory cannot be negative")))
+		Expect(k8s.Create(ctx, raw("fits", map[string]any{
+			"image": "x", "prefaultMemory": "1536Mi",
+			"resources": map[string]any{"limits": map[string]any{"memory": "2Gi"}},
+		}))).To(Succeed())
+		Expect(k8s.Create(ctx, raw("bytes", map[string]any{"image": "x", "prefaultMemory": int64(1 << 30)}))).To(Succeed())
+	})
+
 	Describe("unsafe changes to immutable fields", func() {
 		var c *dbv1.RolisCluster
 		BeforeEach(func() {

@@ -82,3 +82,11 @@ func (c *RolisCluster) ScrapeInterval() string {
 
 // TLSEnabled reports whether the members use TLS.
 func (c *RolisCluster) TLSEnabled() bool { return c.Spec.TLS != nil }
+
+// PrefaultMemoryBytes returns spec.prefaultMemory in bytes (0: none).
+func (c *RolisCluster) PrefaultMemoryBytes() int64 {
+	if c.Spec.PrefaultMemory == nil {
+		return 0
+	}
+	return c.Spec.PrefaultMemory.Value()
+}

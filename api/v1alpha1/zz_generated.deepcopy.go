@@ -230,6 +230,11 @@ func (in *RolisClusterSpec) DeepCopyInto(out *RolisClusterSpec) {
 		**out = **in
 	}
 	in.Resources.DeepCopyInto(&out.Resources)
+	if in.PrefaultMemory != nil {
+		in, out := &in.PrefaultMemory, &out.PrefaultMemory
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	in.Storage.DeepCopyInto(&out.Storage)
 	if in.TLS != nil {
 		in, out := &in.TLS, &out.TLS

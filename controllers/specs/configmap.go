@@ -23,6 +23,7 @@ const (
 	KeyWorkerThreads = "workerThreads"
 	KeyBatchSize     = "batchSize"
 	KeyBatchTimeout  = "batchTimeout"
+	KeyPrefault      = "prefaultMemory"
 	KeyTLS           = "tls"
 	// KeyPeers is the membership the pods start with (--peers). Pods read it
 	// through an environment variable, so a membership change does not roll
@@ -35,12 +36,18 @@ const (
 // EngineSettings are the settings that every member must run with; a change
 // of any of them makes a new StatefulSet revision through the config hash.
 func EngineSettings(c *dbv1.RolisCluster) map[string]string {
-	return map[string]string{
+	settings := map[string]string{
 		KeyWorkerThreads: strconv.Itoa(int(c.WorkerThreads())),
 		KeyBatchSize:     strconv.Itoa(int(c.BatchSize())),
 		KeyBatchTimeout:  c.BatchTimeout().String(),
 		KeyTLS:           strconv.FormatBool(c.TLSEnabled()),
 	}
+	// Only when set: a cluster without it keeps the hash (and the pods) it
+	// had before the field existed.
+	if b := c.PrefaultMemoryBytes(); b > 0 {
+		settings[KeyPrefault] = strconv.FormatInt(b, 10)
+	}
+	return settings
 }
 
 // ConfigHash is a stable hash of the engine settings.

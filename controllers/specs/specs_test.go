@@ -125,6 +125,9 @@ func TestConfigHashChangesWithEngineSettingsOnly(t *testing.T) {
 		"workerThreads": func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 8 },
 		"batchSize":     func(c *dbv1.RolisCluster) { c.Spec.BatchSize = 400 },
 		"batchTimeout":  func(c *dbv1.RolisCluster) { c.Spec.BatchTimeout = &metav1.Duration{Duration: 5 * time.Millisecond} },
+		"prefaultMemory": func(c *dbv1.RolisCluster) {
+			c.Spec.PrefaultMemory = ptr.To(resource.MustParse("1Gi"))
+		},
 	} {
 		d := sample()
 		change(d)
@@ -140,6 +143,29 @@ func TestConfigHashChangesWithEngineSettingsOnly(t *testing.T) {
 		change(d)
 		g.Expect(ConfigHash(EngineSettings(d))).To(Equal(base), name+" is not an engine setting")
 	}
+}
+
+// spec.prefaultMemory reaches rolisd as bytes with huge pages on; unset,
+// neither variable is there (the goldens hold the unset pod template, so a
+// cluster without the field keeps its pods across an operator upgrade).
+func TestPrefaultMemoryPassesBytesAndHugePages(t *testing.T) {
+	g := NewWithT(t)
+	envOf := func(c *dbv1.RolisCluster) map[string]string {
+		env := map[string]string{}
+		for _, e := range StatefulSet(c, 3, "h", DefaultOptions()).Spec.Template.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		return env
+	}
+	c := sample()
+	g.Expect(envOf(c)).NotTo(HaveKey(EnvPrefaultMemory))
+	g.Expect(envOf(c)).NotTo(HaveKey(EnvHugePages))
+	g.Expect(EngineSettings(c)).NotTo(HaveKey(KeyPrefault))
+
+	c.Spec.PrefaultMemory = ptr.To(resource.MustParse("1536Mi"))
+	g.Expect(envOf(c)).To(HaveKeyWithValue(EnvPrefaultMemory, "1610612736"))
+	g.Expect(envOf(c)).To(HaveKeyWithValue(EnvHugePages, "true"))
+	g.Expect(EngineSettings(c)).To(HaveKeyWithValue(KeyPrefault, "1610612736"))
 }
 
 func TestMembershipChangesDoNotChangeThePodTemplate(t *testing.T) {
@@ -268,4 +294,17 @@ func TestDefaultsApplyToAnUndefaultedCluster(t *testing.T) {
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 	g.Expect(sts.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
 	g.Expect(string(ServiceMonitor(c).Spec.Endpoints[0].Interval)).To(Equal("30s"))
+}
+
+func TestInvalidSpecComparesPrefaultWithTheMemoryLimit(t *testing.T) {
+	g := NewWithT(t)
+	c := sample()
+	g.Expect(InvalidSpec(c)).To(BeEmpty(), "no prefault")
+	c.Spec.PrefaultMemory = ptr.To(resource.MustParse("1Gi"))
+	c.Spec.Resources.Limits = nil
+	g.Expect(InvalidSpec(c)).To(BeEmpty(), "no limit")
+	c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1536Mi")}
+	g.Expect(InvalidSpec(c)).To(BeEmpty(), "below the limit")
+	c.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1024Mi")
+	g.Expect(InvalidSpec(c)).To(ContainSubstring("spec.prefaultMemory (1Gi) must be less than resources.limits.memory (1Gi)"))
 }

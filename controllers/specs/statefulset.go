@@ -33,6 +33,11 @@ const (
 	EnvBatchSize    = "ROLISD_BATCH_SIZE"
 	EnvBatchTimeout = "ROLISD_BATCH_TIMEOUT"
 	EnvDataDir      = "ROLISD_DATA_DIR"
+	// EnvPrefaultMemory and EnvHugePages are set only with
+	// spec.prefaultMemory (docs/operations.md, "Prefaulted memory"): memory
+	// faulted in at start as huge pages.
+	EnvPrefaultMemory = "ROLISD_PREFAULT_MEMORY"
+	EnvHugePages      = "ROLISD_HUGE_PAGES"
 )
 
 // RolisdArgs are the flags of the rolisd container. Settings that must be the
@@ -134,6 +139,10 @@ func PodTemplate(c *dbv1.RolisCluster, configHash string, o Options) corev1.PodT
 		{Name: EnvBatchSize, Value: strconv.Itoa(int(c.BatchSize()))},
 		{Name: EnvBatchTimeout, Value: c.BatchTimeout().String()},
 		{Name: EnvDataDir, Value: DataDir},
+	}
+	if b := c.PrefaultMemoryBytes(); b > 0 {
+		env = append(env, corev1.EnvVar{Name: EnvPrefaultMemory, Value: strconv.FormatInt(b, 10)},
+			corev1.EnvVar{Name: EnvHugePages, Value: "true"})
 	}
 
 	mounts := []corev1.VolumeMount{

@@ -1,0 +1,30 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package specs
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+)
+
+// InvalidSpec says what is wrong with a combination of fields that the
+// CRD's schema does not check, and what to do; "" when nothing is.
+func InvalidSpec(c *dbv1.RolisCluster) string {
+	if c.Spec.PrefaultMemory == nil {
+		return ""
+	}
+	limit, ok := c.Spec.Resources.Limits[corev1.ResourceMemory]
+	if ok && c.Spec.PrefaultMemory.Cmp(limit) >= 0 {
+		return fmt.Sprintf("spec.prefaultMemory (%s) must be less than resources.limits.memory (%s): the prefaulted "+
+			"memory counts toward the limit from the start and rolisd needs room besides it; lower prefaultMemory "+
+			"or raise the limit", c.Spec.PrefaultMemory.String(), limit.String())
+	}
+	return ""
+}
