@@ -142,7 +142,7 @@ var _ = Describe("Changes under load", func() {
 			d.verify()
 		})
 
-	It("workerThreads, batchSize and batchTimeout changed under load: a rolling restart with the new settings, nothing lost; replicationStreams cannot change",
+	It("workerThreads, batchSize, batchTimeout and prefaultMemory changed under load: a rolling restart with the new settings, nothing lost; replicationStreams cannot change",
 		Label("chaos", "settings"), func() {
 			d := loadedSample("e2e-settings", 11)
 			c := d.cluster()
@@ -154,13 +154,21 @@ var _ = Describe("Changes under load", func() {
 			Expect(out).To(ContainSubstring("replicationStreams is immutable"))
 			Expect(d.cluster().Spec.ReplicationStreams).To(Equal(streams))
 
-			// Members run different worker counts while the pods roll.
-			patch := fmt.Sprintf(`{"workerThreads":%d,"batchSize":50,"batchTimeout":"2ms"}`, threads+1)
+			// Members run different worker counts while the pods roll; the new
+			// ones fault in 256 MiB as huge pages at start (below the
+			// sample's 1Gi limit).
+			patch := fmt.Sprintf(`{"workerThreads":%d,"batchSize":50,"batchTimeout":"2ms","prefaultMemory":"256Mi"}`, threads+1)
 			d.rollOut(patch, func(g Gomega, p corev1.Pod) {
 				g.Expect(p.Spec.Containers[0].Args).To(ContainElement(fmt.Sprintf("--worker-threads=%d", threads+1)), p.Name)
 				g.Expect(p.Spec.Containers[0].Env).To(ContainElements(corev1.EnvVar{Name: specs.EnvBatchSize, Value: "50"},
-					corev1.EnvVar{Name: specs.EnvBatchTimeout, Value: "2ms"}), p.Name)
+					corev1.EnvVar{Name: specs.EnvBatchTimeout, Value: "2ms"},
+					corev1.EnvVar{Name: specs.EnvPrefaultMemory, Value: "268435456"},
+					corev1.EnvVar{Name: specs.EnvHugePages, Value: "true"}), p.Name)
 			})
+			for name := range d.memberPods() {
+				logs := must(time.Minute, "-n", d.ns, "logs", name)
+				Expect(logs).To(ContainSubstring("prefaulted 256 MiB in"), name)
+			}
 			d.verify()
 		})
 })
