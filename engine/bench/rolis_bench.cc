@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
   mode_options.batch_timeout = *timeout;
   auto prefault_bytes = ParseByteSize(prefault);
   if (!prefault_bytes) return Fail("--prefault-memory", Status::InvalidArgument("'" + prefault + "' is not a size (e.g. 512MiB, 2GiB)"));
-  // Rounded as PrefaultMemory rounds it, so that the JSON line and the followers' flag say what was faulted in.
-  mode_options.prefault_memory = (*prefault_bytes + kPrefaultUnit - 1) / kPrefaultUnit * kPrefaultUnit;
+  // As PrefaultMemory rounds it, so that the JSON line and the followers' flag say what was faulted in.
+  mode_options.prefault_memory = PrefaultSize(*prefault_bytes);
   mode_options.threads = driver.threads;
   mode_options.epoch_period_ms = epoch_ms;
   mode_options.pin = !no_pin;

@@ -17,6 +17,11 @@ namespace rolis {
 // The unit the allocator takes memory in: a request is rounded up to it.
 inline constexpr size_t kPrefaultUnit = size_t{64} << 20;
 
+// What PrefaultMemory(bytes) faults in: bytes rounded up to kPrefaultUnit.
+inline constexpr size_t PrefaultSize(size_t bytes) {
+  return (bytes + kPrefaultUnit - 1) / kPrefaultUnit * kPrefaultUnit;
+}
+
 // Maps `bytes` (rounded up to kPrefaultUnit), writes every page once and
 // gives the range to the allocator, which serves allocations from it first
 // and never returns it to the kernel. With `huge_pages` the range is

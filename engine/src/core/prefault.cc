@@ -87,7 +87,7 @@ Status PrefaultMemory(size_t bytes, bool huge_pages, const std::function<void(si
       "--prefault-memory");
 #else
   if (bytes > (size_t{1} << 46)) return Status::InvalidArgument("prefault of " + Mib(bytes) + ": too large");
-  const size_t size = (bytes + kPrefaultUnit - 1) / kPrefaultUnit * kPrefaultUnit;
+  const size_t size = PrefaultSize(bytes);
   if (const uint64_t avail = AvailableMemory(); size > avail) {
     return Status::ResourceExhausted("cannot prefault " + Mib(size) + ": only " + Mib(avail) +
                                      " available to this process (MemAvailable and its memory cgroup's limit); ask "

@@ -45,9 +45,8 @@ int main(int argc, char** argv) {
   if (config.prefault_memory > 0) {
     // Before the engine opens, so that its first allocations come from it.
     const auto t0 = std::chrono::steady_clock::now();
-    const size_t rounded = (config.prefault_memory + rolis::kPrefaultUnit - 1) / rolis::kPrefaultUnit * rolis::kPrefaultUnit;
     spdlog::info("prefaulting {} MiB for the engine (--prefault-memory; it counts toward the memory limit from now on)",
-                 rounded >> 20);
+                 rolis::PrefaultSize(config.prefault_memory) >> 20);
     rolis::Status ps = rolis::PrefaultMemory(config.prefault_memory, config.huge_pages, [](size_t done, size_t total) {
       spdlog::info("prefaulted {} of {} MiB", done >> 20, total >> 20);
     });
