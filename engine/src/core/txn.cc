@@ -694,8 +694,11 @@ void TxnImpl::CallHook(uint64_t ts) {
   // Filled in place: a record built on the stack and copied in was read
   // back before its stores had landed (a store-forwarding stall: this
   // function went from 1.1% to 0.4% of a TPC-C worker's samples).
-  hb.resize(s_->writes.size());
-  for (size_t i = 0; i < s_->writes.size(); ++i) {
+  // Grown only: every field is set below, and a resize to each
+  // transaction's size value-initialized the records a smaller one had dropped.
+  const size_t n = s_->writes.size();
+  if (hb.size() < n) hb.resize(n);
+  for (size_t i = 0; i < n; ++i) {
     const WriteEntry& e = s_->writes[i];
     WriteRecord& wr = hb[i];
     wr.table = e.table->id();
@@ -712,7 +715,7 @@ void TxnImpl::CallHook(uint64_t ts) {
       wr.base_ts = 0;
     }
   }
-  hook->OnCommit(w_->id(), ts, std::span<const WriteRecord>(hb.data(), hb.size()));
+  hook->OnCommit(w_->id(), ts, std::span<const WriteRecord>(hb.data(), n));
 }
 
 void TxnImpl::Abort() {

@@ -1,5 +1,8 @@
 #include "rolis/value_patch.h"
 
+#include <emmintrin.h>
+
+#include <cstdint>
 #include <cstring>
 
 namespace rolis {
@@ -36,6 +39,19 @@ void ForEachRun(std::string_view patch, Fn&& fn) {
   }
 }
 
+// The 64 bytes at b and v are equal: four 16-byte compares and one test,
+// half the instructions of eight 8-byte compares (AppendPatch was 6% of a
+// replicated TPC-C worker's instructions, most of it comparing the
+// unchanged bytes of stock rows).
+bool Equal64(const char* b, const char* v) {
+  auto eq = [&](int q) {
+    return _mm_cmpeq_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 16 * q)),
+                          _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + 16 * q)));
+  };
+  const __m128i all = _mm_and_si128(_mm_and_si128(eq(0), eq(1)), _mm_and_si128(eq(2), eq(3)));
+  return _mm_movemask_epi8(all) == 0xFFFF;
+}
+
 }  // namespace
 
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
@@ -56,20 +72,14 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
   };
   // Runs of differing 8-byte words (merging across an equal word would
   // cost 8 bytes to save a 4-byte header), then the tail bytes as one run.
-  size_t i = 0;
   const size_t words_end = n & ~size_t{7};
+  size_t i = 0;
   while (i < words_end) {
-    // Most of a row is unchanged: skip 32 equal bytes at a time.
-    if (i + 32 <= words_end &&
-        ((Load64(b + i) ^ Load64(v + i)) | (Load64(b + i + 8) ^ Load64(v + i + 8)) |
-         (Load64(b + i + 16) ^ Load64(v + i + 16)) | (Load64(b + i + 24) ^ Load64(v + i + 24))) == 0) {
-      i += 32;
-      continue;
-    }
-    if (Load64(b + i) == Load64(v + i)) {
-      i += 8;
-      continue;
-    }
+    // Most of a row is unchanged: equal bytes are skipped 64 at a time,
+    // then a word at a time up to the next difference.
+    while (i + 64 <= words_end && Equal64(b + i, v + i)) i += 64;
+    while (i < words_end && Load64(b + i) == Load64(v + i)) i += 8;
+    if (i == words_end) break;
     size_t j = i + 8;
     while (j < words_end && Load64(b + j) != Load64(v + j)) j += 8;
     if (!put_run(i, j - i)) return false;

@@ -60,6 +60,60 @@ TEST(ValuePatch, RunsRebuildTheValueAndRespectTheirBudget) {
   EXPECT_EQ(out, "keep");
 }
 
+// The patch by its definition, a word at a time: the runs of differing
+// 8-byte words, then the tail bytes as one run if they differ.
+bool PatchByDefinition(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
+  std::string runs;
+  auto put = [&](size_t at, size_t len) {
+    const uint16_t h[2] = {static_cast<uint16_t>(at), static_cast<uint16_t>(len)};
+    runs.append(reinterpret_cast<const char*>(h), sizeof h);
+    runs.append(value.substr(at, len));
+  };
+  const size_t words_end = value.size() & ~size_t{7};
+  for (size_t i = 0; i < words_end;) {
+    if (base.substr(i, 8) == value.substr(i, 8)) {
+      i += 8;
+      continue;
+    }
+    size_t j = i + 8;
+    while (j < words_end && base.substr(j, 8) != value.substr(j, 8)) j += 8;
+    put(i, j - i);
+    i = j;
+  }
+  if (base.substr(words_end) != value.substr(words_end)) put(words_end, value.size() - words_end);
+  if (runs.size() > max_bytes) return false;
+  *out += runs;
+  return true;
+}
+
+TEST(ValuePatch, RunsAreTheDefinitionsAcrossBlocksLengthsAndBudgets) {
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const size_t n = rng() % 2 ? rng() % 300 : rng() % 2100;
+    const std::string base = RandomBytes(rng, n);
+    std::string value = base;
+    // Changed words alone, in stretches (runs across 64-byte blocks), or all.
+    switch (rng() % 4) {
+      case 0:
+        for (int f = static_cast<int>(rng() % 8); f > 0 && n > 0; --f) value[rng() % n] ^= 1;
+        break;
+      case 1:
+        for (int f = static_cast<int>(rng() % 3); f > 0 && n > 0; --f) {
+          const size_t from = rng() % n, len = std::min<size_t>(n - from, rng() % 200);
+          for (size_t k = from; k < from + len; ++k) value[k] = static_cast<char>(~value[k]);
+        }
+        break;
+      case 2: value = RandomBytes(rng, n); break;
+      default: break;
+    }
+    const size_t budget = rng() % (n + 80);
+    std::string got = "prefix", want = "prefix";
+    const bool fits = PatchByDefinition(base, value, budget, &want);
+    ASSERT_EQ(AppendPatch(base, value, budget, &got), fits) << "length " << n << " budget " << budget;
+    ASSERT_EQ(got, want) << "length " << n << " budget " << budget;
+  }
+}
+
 TEST(ValuePatch, MalformedOrMisfittingPatchesAreRefused) {
   auto run = [](uint16_t off, uint16_t len, char c) {
     std::string s(4, '\0');
