@@ -291,5 +291,59 @@ TEST_F(ApplyReplicatedBatchTest, ReplayKeepsNoOldVersionsUnreadAndALateReaderSee
   reader->Quiesce();
 }
 
+// Versions kept while a reader was around go with the first overwrite after
+// the readers are gone (not only the ones older than the newest a snapshot
+// might read): every later install of the record would otherwise read the
+// chain's cold head again.
+TEST_F(ApplyReplicatedBatchTest, ReplayDropsTheVersionsKeptForAReaderOnceReadersAreGone) {
+  Table* table = nullptr;
+  ASSERT_TRUE(batched_->GetTable(0, &table).ok());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 50; ++i) keys.push_back(testing::KeyU64(static_cast<uint64_t>(i) * 1000003));
+  std::deque<std::string> vals;
+  auto apply = [&](uint64_t g) {
+    vals.push_back("v" + std::to_string(g));
+    std::vector<ReplicatedWrite> group;
+    for (const std::string& k : keys) group.push_back({{0, k, vals.back(), false}, 1, g});
+    ASSERT_TRUE(batched_->ApplyReplicatedBatch(bw_.get(), group).ok());
+    bw_->Quiesce();
+  };
+  auto next_epoch = [&] {
+    const uint64_t e = batched_->Stats().current_epoch;
+    for (int i = 0; i < 1000 && batched_->Stats().current_epoch == e; ++i) std::this_thread::sleep_for(1ms);
+  };
+  auto reader = batched_->RegisterWorker();
+  apply(1);
+  const uint64_t read_epoch = batched_->Stats().current_epoch;
+  {
+    auto ro = reader->BeginReadOnly();
+    next_epoch();
+    apply(2);  // kept for the open snapshot
+    ASSERT_GE(batched_->Stats().live_versions, keys.size());
+    (void)ro->Commit();
+  }
+  reader->Quiesce();
+  // Past the quiet time that follows the last read-only begin (the fixture's epochs are 1 ms).
+  const uint64_t quiet_until = read_epoch + core::DatabaseImpl::kReadersQuietMs + 20;
+  for (int i = 0; i < 3000 && batched_->Stats().current_epoch <= quiet_until; ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GT(batched_->Stats().current_epoch, quiet_until);
+  apply(3);
+  for (int i = 0; i < 100 && batched_->Stats().live_versions > 0; ++i) {
+    next_epoch();
+    bw_->Quiesce();
+  }
+  EXPECT_EQ(batched_->Stats().live_versions, 0u) << "every record's chain is reclaimed";
+  auto ro = reader->BeginReadOnly();
+  std::string v;
+  for (const std::string& k : keys) {
+    ASSERT_TRUE(ro->Get(table, k, &v).ok());
+    EXPECT_EQ(v, "v3");
+  }
+  (void)ro->Commit();
+  reader->Quiesce();
+}
+
 }  // namespace
 }  // namespace rolis
