@@ -91,7 +91,9 @@ struct Unacked {
 };
 
 struct alignas(64) PerThread {
-  PerThread() : committed(1 << 18) {}
+  // Room for ~50 ms of YCSB++ commits between the observer's passes (it
+  // drains the ring at every advance of G); a full ring counts `unsampled`.
+  PerThread() : committed(1 << 14) {}
   // Worker side.
   // Held while the worker runs transactions: the replicator closes idle
   // batches under it. A busy worker keeps it for kTxnsPerHold transactions
