@@ -86,6 +86,27 @@ class ApplyReplicatedBatchTest : public ::testing::Test {
     }
     ASSERT_TRUE(batched_->ApplyReplicatedBatch(bw_.get(), group).ok());
   }
+  // Keys spread over the key space, for the version tests.
+  static std::vector<std::string> SpreadKeys() {
+    std::vector<std::string> keys;
+    for (int i = 0; i < 50; ++i) keys.push_back(testing::KeyU64(static_cast<uint64_t>(i) * 1000003));
+    return keys;
+  }
+  // One group that writes "v<g>" (kept alive in `vals`) under every key of
+  // tables 0 .. tables-1, replayed into batched_.
+  void ApplyEverywhere(uint64_t g, int tables, const std::vector<std::string>& keys, std::deque<std::string>* vals) {
+    vals->push_back("v" + std::to_string(g));
+    std::vector<ReplicatedWrite> group;
+    for (int t = 0; t < tables; ++t) {
+      for (const std::string& k : keys) group.push_back({{static_cast<TableId>(t), k, vals->back(), false}, 1, g});
+    }
+    ASSERT_TRUE(batched_->ApplyReplicatedBatch(bw_.get(), group).ok());
+  }
+  // Waits (up to 1 s) until batched_'s epoch moves on.
+  void NextEpoch() {
+    const uint64_t e = batched_->Stats().current_epoch;
+    for (int i = 0; i < 1000 && batched_->Stats().current_epoch == e; ++i) std::this_thread::sleep_for(1ms);
+  }
   std::unique_ptr<Database> per_write_, batched_;
   std::unique_ptr<Worker> pw_, bw_;
 };
@@ -245,21 +266,9 @@ TEST_F(ApplyReplicatedBatchTest, ReplayKeepsNoOldVersionsUnreadAndALateReaderSee
   Table* tables[2];
   ASSERT_TRUE(batched_->GetTable(0, &tables[0]).ok());
   ASSERT_TRUE(batched_->GetTable(1, &tables[1]).ok());
-  std::vector<std::string> keys;
-  for (int i = 0; i < 50; ++i) keys.push_back(testing::KeyU64(static_cast<uint64_t>(i) * 1000003));
+  const std::vector<std::string> keys = SpreadKeys();
   std::deque<std::string> vals;
-  auto apply = [&](uint64_t g) {
-    vals.push_back("v" + std::to_string(g));
-    std::vector<ReplicatedWrite> group;
-    for (int t = 0; t < 2; ++t) {
-      for (const std::string& k : keys) group.push_back({{static_cast<TableId>(t), k, vals.back(), false}, 1, g});
-    }
-    ASSERT_TRUE(batched_->ApplyReplicatedBatch(bw_.get(), group).ok());
-  };
-  auto next_epoch = [&] {
-    const uint64_t e = batched_->Stats().current_epoch;
-    for (int i = 0; i < 1000 && batched_->Stats().current_epoch == e; ++i) std::this_thread::sleep_for(1ms);
-  };
+  auto apply = [&](uint64_t g) { ApplyEverywhere(g, 2, keys, &vals); };
   auto scan = [&](Transaction* ro) {
     std::map<std::string, int> seen;  // value -> count over both tables
     for (Table* t : tables) {
@@ -273,7 +282,7 @@ TEST_F(ApplyReplicatedBatchTest, ReplayKeepsNoOldVersionsUnreadAndALateReaderSee
   auto reader = batched_->RegisterWorker();
   apply(1);
   bw_->Quiesce();
-  next_epoch();
+  NextEpoch();
   apply(2);  // no reader ever: the values of group 1 are not kept
   bw_->Quiesce();  // as the replay loop does when idle (else the reader waits for its next group)
   EXPECT_EQ(batched_->Stats().live_versions, 0u);
@@ -282,7 +291,7 @@ TEST_F(ApplyReplicatedBatchTest, ReplayKeepsNoOldVersionsUnreadAndALateReaderSee
     EXPECT_EQ(scan(ro.get()), (std::map<std::string, int>{{"v2", 100}}));
     // An open snapshot: the next overwrites keep what it reads.
     bw_->Quiesce();
-    next_epoch();
+    NextEpoch();
     apply(3);
     EXPECT_GE(batched_->Stats().live_versions, 100u);
     EXPECT_EQ(scan(ro.get()), (std::map<std::string, int>{{"v2", 100}}));
@@ -298,26 +307,18 @@ TEST_F(ApplyReplicatedBatchTest, ReplayKeepsNoOldVersionsUnreadAndALateReaderSee
 TEST_F(ApplyReplicatedBatchTest, ReplayDropsTheVersionsKeptForAReaderOnceReadersAreGone) {
   Table* table = nullptr;
   ASSERT_TRUE(batched_->GetTable(0, &table).ok());
-  std::vector<std::string> keys;
-  for (int i = 0; i < 50; ++i) keys.push_back(testing::KeyU64(static_cast<uint64_t>(i) * 1000003));
+  const std::vector<std::string> keys = SpreadKeys();
   std::deque<std::string> vals;
   auto apply = [&](uint64_t g) {
-    vals.push_back("v" + std::to_string(g));
-    std::vector<ReplicatedWrite> group;
-    for (const std::string& k : keys) group.push_back({{0, k, vals.back(), false}, 1, g});
-    ASSERT_TRUE(batched_->ApplyReplicatedBatch(bw_.get(), group).ok());
+    ApplyEverywhere(g, 1, keys, &vals);
     bw_->Quiesce();
-  };
-  auto next_epoch = [&] {
-    const uint64_t e = batched_->Stats().current_epoch;
-    for (int i = 0; i < 1000 && batched_->Stats().current_epoch == e; ++i) std::this_thread::sleep_for(1ms);
   };
   auto reader = batched_->RegisterWorker();
   apply(1);
   const uint64_t read_epoch = batched_->Stats().current_epoch;
   {
     auto ro = reader->BeginReadOnly();
-    next_epoch();
+    NextEpoch();
     apply(2);  // kept for the open snapshot
     ASSERT_GE(batched_->Stats().live_versions, keys.size());
     (void)ro->Commit();
@@ -331,7 +332,7 @@ TEST_F(ApplyReplicatedBatchTest, ReplayDropsTheVersionsKeptForAReaderOnceReaders
   ASSERT_GT(batched_->Stats().current_epoch, quiet_until);
   apply(3);
   for (int i = 0; i < 100 && batched_->Stats().live_versions > 0; ++i) {
-    next_epoch();
+    NextEpoch();
     bw_->Quiesce();
   }
   EXPECT_EQ(batched_->Stats().live_versions, 0u) << "every record's chain is reclaimed";
