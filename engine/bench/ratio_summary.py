@@ -14,10 +14,13 @@ for f, path in enumerate(sys.argv[1:]):
         rnd, side, line = l.split(" ", 2)
         runs.setdefault(side, {})[(f, int(rnd))] = json.loads(line)
 def med(side, k): return statistics.median(r[k] for r in runs[side].values())
+def round_ratios(a, b):
+    # Each round's b run against its a run (adjacent in time).
+    return [runs[b][i]["throughput_tps"] / runs[a][i]["throughput_tps"] for i in runs[a] if i in runs[b]]
 def paired(a, b):
-    # Each round's b run against its a run (adjacent in time): the median
-    # of those follows the machine's slow swings less than the ratio of the medians.
-    return statistics.median(runs[b][i]["throughput_tps"] / runs[a][i]["throughput_tps"] for i in runs[a] if i in runs[b])
+    # The median of the rounds' ratios follows the machine's slow swings less
+    # than the ratio of the medians.
+    return statistics.median(round_ratios(a, b))
 w = next(iter(runs["u"].values()))
 # steal_ms: what the hypervisor took from the workers' CPUs (max over runs).
 def steal(side): return max(r.get("steal_ms", -1) for r in runs[side].values())
@@ -48,16 +51,16 @@ def interval(a, b, k="throughput_tps", draws=2000):
     return got[int(0.05 * draws)], got[int(0.95 * draws) - 1]
 lo, hi = interval("u", "r3")
 print("  90%% bootstrap interval of the ratio over the rounds: %.3f .. %.3f" % (lo, hi))
-paired_ratios = [runs["r3"][i]["throughput_tps"] / runs["u"][i]["throughput_tps"] for i in runs["u"] if i in runs["r3"]]
-at_target = sum(r >= 0.90 for r in paired_ratios) / len(paired_ratios)
-print("  paired rounds at or above 0.90: %d of %d" % (sum(r >= 0.90 for r in paired_ratios), len(paired_ratios)))
+paired_ratios = round_ratios("u", "r3")
+at_target = sum(r >= 0.90 for r in paired_ratios)
+print("  paired rounds at or above 0.90: %d of %d" % (at_target, len(paired_ratios)))
 summary = {"benchmark": "replication_ratio", "sets": len(sys.argv) - 1, "workload": w["workload"], "threads": w["threads"], "rounds": len(runs["u"]),
            "unreplicated_tps": t1, "replicated_tps": t3, "ratio": round(t3 / t1, 4),
            "ratio_cpu_normalized": round(c3 / c1, 4), "ratio_paired_median": round(paired("u", "r3"), 4),
            "replicated_p50_us": med("r3", "p50_us"), "replicated_p95_us": med("r3", "p95_us"),
            "replicated_p99_us": med("r3", "p99_us"), "max_steal_ms": max(steal(s) for s in runs),
            "ratio_ci90_low": round(lo, 4), "ratio_ci90_high": round(hi, 4),
-           "paired_share_at_090": round(at_target, 3),
+           "paired_share_at_090": round(at_target / len(paired_ratios), 3),
            "replicated_other_cpus_us_per_txn": round(other("r3"), 2)}
 if "r1" in runs:
     own, followers = med("r1", "throughput_tps") / t1, t3 / med("r1", "throughput_tps")
