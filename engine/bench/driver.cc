@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -26,6 +27,18 @@ double ThreadCpuSeconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Seconds this thread has spent ready to run while another task had its
+// CPU (the second field of /proc/thread-self/schedstat); -1 where the
+// kernel does not keep scheduler statistics.
+double ThreadRunqueueSeconds() {
+  std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
+  if (f == nullptr) return -1;
+  unsigned long long on_cpu = 0, waiting = 0;
+  const bool read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting) == 2;
+  std::fclose(f);
+  return read ? static_cast<double>(waiting) * 1e-9 : -1;
 }
 
 inline void CpuRelax() {
@@ -71,6 +84,7 @@ struct PerThread {
   uint64_t max_lag_ticks = 0;
   bool pinned = false;
   double cpu_seconds = 0;  // in the measured window
+  double runqueue_seconds = -1;  // in the measured window; -1: not counted
   Status error;
   // For the timeline, read while the thread runs; on a line of its own, as
   // another worker's PerThread is next to this one.
@@ -211,11 +225,15 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         pacer.emplace(step, first_due.load() + static_cast<uint64_t>(step * t / threads));
       }
       int last_phase = kWarmup;
-      double cpu_start = -1;  // thread CPU time when the measured window began
+      double cpu_start = -1;       // thread CPU time when the measured window began
+      double runqueue_start = -1;  // and its time on the run queue
       for (uint64_t n = 0;; ++n) {
         const int p = phase.load(std::memory_order_relaxed);
         if (p != last_phase) {
-          if (p == kMeasure) cpu_start = ThreadCpuSeconds();
+          if (p == kMeasure) {
+            cpu_start = ThreadCpuSeconds();
+            runqueue_start = ThreadRunqueueSeconds();
+          }
           last_phase = p;
         }
         if (p == kStop || (fixed_work && n >= options.txns_per_thread)) break;
@@ -241,6 +259,9 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         ts.latency.Record(end - start);
       }
       if (cpu_start >= 0) me.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+      if (const double now = ThreadRunqueueSeconds(); runqueue_start >= 0 && now >= 0) {
+        me.runqueue_seconds = now - runqueue_start;
+      }
       if (pacer) me.max_lag_ticks = pacer->max_lag();
       hooks->ThreadEnd(t);
     });
@@ -307,6 +328,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   for (PerThread& me : per) {
     r.pinned = r.pinned && me.pinned;
     r.worker_cpu_seconds += me.cpu_seconds;
+    if (me.runqueue_seconds >= 0) r.worker_runqueue_ms = std::max(r.worker_runqueue_ms, 0.0) + me.runqueue_seconds * 1e3;
     r.max_lag_micros = std::max(r.max_lag_micros, static_cast<double>(me.max_lag_ticks) * r.nanos_per_tick / 1000.0);
     if (first_error.ok() && !me.error.ok()) first_error = me.error;
     for (size_t i = 0; i < me.types.size(); ++i) {

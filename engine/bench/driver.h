@@ -91,6 +91,11 @@ struct RunResult {
   // CPU time the workers got during the measured window (all threads). On a
   // shared machine it is below threads * measured_seconds.
   double worker_cpu_seconds = 0;
+  // Of the time they did not get: how long the workers were ready to run
+  // while another thread had their CPU (a closed-loop worker never sleeps,
+  // so this is the time taken from it by whatever else ran there; the
+  // hypervisor's steal is not in it); -1: not counted.
+  double worker_runqueue_ms = -1;
   double rate_tps = 0;        // DriverOptions::rate_tps (0: closed loop)
   double max_lag_micros = 0;  // open loop: the furthest a thread fell behind the schedule
   // Time the hypervisor took from the workers' CPUs during the measured

@@ -27,13 +27,18 @@ def steal(side): return max(r.get("steal_ms", -1) for r in runs[side].values())
 names = {"u": "1", "r1": "1 (repl.)", "r3": "3"}
 # other_us/txn: the busy time of the CPUs the worker does not use, per
 # transaction (with three members: the followers and the replication threads).
-def other(side): return med(side, "other_cpus_us_per_txn") if all("other_cpus_us_per_txn" in r for r in runs[side].values()) else -1
-print("%-10s %7s %14s %18s %9s %9s %9s %9s %13s" % ("replicas", "runs", "median_tps", "median_cpu_norm", "p50_us", "p95_us",
-                                                    "p99_us", "steal_ms", "other_us/txn"))
+def other(side): return med_or_none(side, "other_cpus_us_per_txn")
+def med_or_none(side, k): return med(side, k) if all(k in r for r in runs[side].values()) else -1
+# runq_ms: how long the worker was ready to run while another thread had its
+# CPU (with three members on two vCPUs, whatever the busy followers' CPU
+# pushes over to the worker's: docs/benchmarks.md, "What is measured").
+def runq(side): return med_or_none(side, "worker_runqueue_ms")
+print("%-10s %7s %14s %18s %9s %9s %9s %9s %13s %8s" % ("replicas", "runs", "median_tps", "median_cpu_norm", "p50_us",
+                                                        "p95_us", "p99_us", "steal_ms", "other_us/txn", "runq_ms"))
 for side in [s for s in ("u", "r1", "r3") if s in runs]:
-    print("%-10s %7d %14.0f %18.0f %9.1f %9.1f %9.1f %9.0f %13.2f" % (names[side], len(runs[side]), med(side, "throughput_tps"),
-          med(side, "cpu_normalized_tps"), med(side, "p50_us"), med(side, "p95_us"), med(side, "p99_us"), steal(side),
-          other(side)))
+    print("%-10s %7d %14.0f %18.0f %9.1f %9.1f %9.1f %9.0f %13.2f %8.1f" % (names[side], len(runs[side]),
+          med(side, "throughput_tps"), med(side, "cpu_normalized_tps"), med(side, "p50_us"), med(side, "p95_us"),
+          med(side, "p99_us"), steal(side), other(side), runq(side)))
 t1, t3 = med("u", "throughput_tps"), med("r3", "throughput_tps")
 c1, c3 = med("u", "cpu_normalized_tps"), med("r3", "cpu_normalized_tps")
 print("ratio replicated/unreplicated: throughput %.3f  cpu-normalized %.3f  (median of the %d paired rounds: %.3f)"
@@ -61,7 +66,8 @@ summary = {"benchmark": "replication_ratio", "sets": len(sys.argv) - 1, "workloa
            "replicated_p99_us": med("r3", "p99_us"), "max_steal_ms": max(steal(s) for s in runs),
            "ratio_ci90_low": round(lo, 4), "ratio_ci90_high": round(hi, 4),
            "paired_share_at_090": round(at_target / len(paired_ratios), 3),
-           "replicated_other_cpus_us_per_txn": round(other("r3"), 2)}
+           "replicated_other_cpus_us_per_txn": round(other("r3"), 2),
+           "unreplicated_worker_runqueue_ms": round(runq("u"), 1), "replicated_worker_runqueue_ms": round(runq("r3"), 1)}
 if "r1" in runs:
     own, followers = med("r1", "throughput_tps") / t1, t3 / med("r1", "throughput_tps")
     print("  the leader's own path (one member / unreplicated): %.3f (paired %.3f); the followers (three / one member): %.3f (paired %.3f)"

@@ -66,6 +66,10 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
                100.0 * r.abort_rate(), r.pinned ? "yes" : "no", info.mode.huge_pages ? "on" : "off");
   std::fprintf(out, "workers got %.2f CPU-s of %.2f thread-s: %.0f txn/s per full CPU each\n", r.worker_cpu_seconds,
                r.measured_seconds * info.threads, r.cpu_normalized_throughput(info.threads));
+  if (r.worker_runqueue_ms >= 0) {
+    std::fprintf(out, "other threads had the workers' CPUs while they were ready to run for %.0f ms\n",
+                 r.worker_runqueue_ms);
+  }
   if (r.steal_ms >= 0) {
     std::fprintf(out, "the hypervisor took %.0f ms from the workers' CPUs in the window (steal time)\n", r.steal_ms);
   }
@@ -135,6 +139,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("huge_pages", info.mode.huge_pages ? "true" : "false");
   field("prefault_mib", Num(static_cast<double>(info.mode.prefault_memory >> 20)));
   field("worker_cpu_seconds", Num(r.worker_cpu_seconds));
+  field("worker_runqueue_ms", Num(r.worker_runqueue_ms));
   field("cpu_normalized_tps", Num(r.cpu_normalized_throughput(info.threads)));
   if (!r.timeline.empty()) {
     std::string points = "[";

@@ -141,8 +141,9 @@ class JsonReader {
   size_t pos_ = 0;
 };
 
-std::string RunBench(const std::string& args, int* exit_code) {
-  std::string cmd = std::string(ROLIS_BENCH_BINARY) + " " + args + " 2>&1";
+// prefix: a command that runs the bench (e.g. "taskset -c 0"), or empty.
+std::string RunBench(const std::string& args, int* exit_code, const std::string& prefix = "") {
+  std::string cmd = prefix + " " + std::string(ROLIS_BENCH_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return "";
   std::string out;
@@ -225,6 +226,26 @@ TEST(RolisBench, TimelineSplitsTheWindowIntoIntervals) {
   out = RunBench("--workload=ycsbpp --threads=1 --seconds=1 --warmup=0 --ycsb-keys=10000", &code);
   ASSERT_EQ(code, 0) << out;
   EXPECT_EQ(out.find("\"timeline\""), std::string::npos);  // off by default
+}
+
+// Two workers that share one CPU each wait for it about half of the window
+// (more if other tests run there too).
+TEST(RolisBench, CountsTheTimeWorkersWaitedForTheirCpus) {
+  if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "the kernel keeps no scheduler statistics";
+  const std::string args = "--workload=ycsbpp --threads=2 --seconds=1 --warmup=0 --ycsb-keys=10000";
+  auto runqueue_ms = [&](const std::string& prefix) {
+    int code = -1;
+    const std::string out = RunBench(args, &code, prefix);
+    EXPECT_EQ(code, 0) << out;
+    std::map<std::string, std::variant<double, std::string, bool>> f;
+    const std::string line = LastLine(out);
+    EXPECT_TRUE(JsonReader(line).ParseObject(&f)) << line;
+    EXPECT_TRUE(f.count("worker_runqueue_ms")) << line;
+    return f.count("worker_runqueue_ms") ? std::get<double>(f["worker_runqueue_ms"]) : -1.0;
+  };
+  const double shared = runqueue_ms("taskset -c 0");  // both workers pinned to CPU 0
+  EXPECT_GT(shared, 300) << "two workers on one CPU for 1 s";
+  EXPECT_LT(shared, 2 * 1000 * 1.5);
 }
 
 TEST(RolisBench, RejectsUnknownWorkload) {
