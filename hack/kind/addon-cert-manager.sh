@@ -15,7 +15,7 @@ V="${CERT_MANAGER_VERSION:-v1.11.5}"
 NS=cert-manager
 need_docker
 ensure_helm
-kubectl get --raw /readyz >/dev/null 2>&1 || die "cluster kind-$KIND_CLUSTER is not reachable: run hack/kind/cluster.sh"
+need_api
 DIR="$CACHE/cert-manager/$V"
 MOD=$(go mod download -json "github.com/cert-manager/cert-manager@$V" | jq -r .Dir)
 [ -d "$MOD/cmd/controller" ] || die "cert-manager $V: no cmd/controller in the module (see the header of this script)"

@@ -18,7 +18,7 @@ PO_VERSION="${PROMETHEUS_OPERATOR_VERSION:-v0.85.0}"
 NS=monitoring
 PROM_IMAGE=local/prometheus:bookworm
 need_docker
-kubectl get --raw /readyz >/dev/null 2>&1 || die "cluster kind-$KIND_CLUSTER is not reachable: run hack/kind/cluster.sh"
+need_api
 
 crds() {
   local mod; mod=$(go mod download -json "github.com/prometheus-operator/prometheus-operator@$PO_VERSION" | jq -r .Dir)

@@ -44,6 +44,7 @@ YAML
 }
 
 wait_ready() {
+  need_api 120
   kubectl wait --for=condition=Ready nodes --all --timeout=180s >/dev/null
   kubectl -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null
   kubectl -n kube-system rollout status daemonset/rolis-node-net --timeout=120s >/dev/null

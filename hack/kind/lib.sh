@@ -157,6 +157,26 @@ kind_load() {
   done
 }
 
+# api_ready [SECONDS]: waits, at most SECONDS (default 60), for the cluster's
+# API server to answer /readyz. A cluster that a restarted Docker daemon
+# brought back lists its nodes Ready a while before its API server is ready
+# again (a check at once failed `.ci/run` on a machine whose cluster had
+# outlived its daemon).
+api_ready() {
+  local deadline=$((SECONDS + ${1:-60}))
+  until kubectl get --raw /readyz --request-timeout=5s >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 2
+  done
+}
+
+# need_api: api_ready, or stop with what /readyz said and what to do next.
+need_api() {
+  api_ready "${1:-60}" && return 0
+  kubectl get --raw '/readyz?verbose' --request-timeout=5s 2>&1 | grep -v '^\[+\]' | tail -5 >&2 || true
+  die "cluster kind-$KIND_CLUSTER is not reachable (no /readyz in ${1:-60} s): run hack/kind/cluster.sh, or hack/kind/down.sh and make kind-up to recreate it"
+}
+
 # cluster_ready: the Docker daemon answers, the Kind cluster exists and every
 # node is Ready (then `make kind-up` has nothing to do but its checks).
 cluster_ready() {

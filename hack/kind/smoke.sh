@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 NS=rolis-smoke
 IMG="registry.k8s.io/kube-proxy:$K8S_VERSION"
-kubectl get --raw /readyz >/dev/null 2>&1 || die "cluster kind-$KIND_CLUSTER is not reachable"
+need_api
 kubectl delete namespace "$NS" --ignore-not-found --wait=true >/dev/null
 
 apply() {
