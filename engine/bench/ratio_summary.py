@@ -27,8 +27,8 @@ def steal(side): return max(r.get("steal_ms", -1) for r in runs[side].values())
 names = {"u": "1", "r1": "1 (repl.)", "r3": "3"}
 # other_us/txn: the busy time of the CPUs the worker does not use, per
 # transaction (with three members: the followers and the replication threads).
+def med_or_none(side, k): return med(side, k) if all(k in r for r in runs[side].values()) else -1  # older files lack some
 def other(side): return med_or_none(side, "other_cpus_us_per_txn")
-def med_or_none(side, k): return med(side, k) if all(k in r for r in runs[side].values()) else -1
 # runq_ms: how long the worker was ready to run while another thread had its
 # CPU (with three members on two vCPUs, whatever the busy followers' CPU
 # pushes over to the worker's: docs/benchmarks.md, "What is measured").

@@ -22,7 +22,7 @@ if [ -d "$ROOT/config/default" ]; then
   ensure_kustomize
   step "kustomize build config/default" sh -c "kustomize build '$ROOT/config/default' >'$out/kustomize.yaml'"
 fi
-if docker_ok && kubectl get --raw /readyz >/dev/null 2>&1; then
+if docker_ok && api_ready 0; then
   helm template rolis "$CHART" -n default "${ALL_ON[@]}" --skip-tests --set metrics.serviceMonitor.enabled=false >"$out/dry-run.yaml"
   step "server-side dry run on kind-$KIND_CLUSTER" sh -c \
     "'$K8S_BIN/kubectl' --context kind-$KIND_CLUSTER apply --dry-run=server -f '$out/dry-run.yaml' >/dev/null"
