@@ -232,18 +232,15 @@ TEST(RolisBench, TimelineSplitsTheWindowIntoIntervals) {
 // (more if other tests run there too).
 TEST(RolisBench, CountsTheTimeWorkersWaitedForTheirCpus) {
   if (access("/proc/thread-self/schedstat", R_OK) != 0) GTEST_SKIP() << "the kernel keeps no scheduler statistics";
-  const std::string args = "--workload=ycsbpp --threads=2 --seconds=1 --warmup=0 --ycsb-keys=10000";
-  auto runqueue_ms = [&](const std::string& prefix) {
-    int code = -1;
-    const std::string out = RunBench(args, &code, prefix);
-    EXPECT_EQ(code, 0) << out;
-    std::map<std::string, std::variant<double, std::string, bool>> f;
-    const std::string line = LastLine(out);
-    EXPECT_TRUE(JsonReader(line).ParseObject(&f)) << line;
-    EXPECT_TRUE(f.count("worker_runqueue_ms")) << line;
-    return f.count("worker_runqueue_ms") ? std::get<double>(f["worker_runqueue_ms"]) : -1.0;
-  };
-  const double shared = runqueue_ms("taskset -c 0");  // both workers pinned to CPU 0
+  int code = -1;
+  const std::string out = RunBench("--workload=ycsbpp --threads=2 --seconds=1 --warmup=0 --ycsb-keys=10000", &code,
+                                   "taskset -c 0");  // both workers pinned to CPU 0
+  ASSERT_EQ(code, 0) << out;
+  std::map<std::string, std::variant<double, std::string, bool>> f;
+  const std::string line = LastLine(out);
+  ASSERT_TRUE(JsonReader(line).ParseObject(&f)) << line;
+  ASSERT_TRUE(f.count("worker_runqueue_ms")) << line;
+  const double shared = std::get<double>(f["worker_runqueue_ms"]);
   EXPECT_GT(shared, 300) << "two workers on one CPU for 1 s";
   EXPECT_LT(shared, 2 * 1000 * 1.5);
 }
