@@ -98,6 +98,32 @@ BTree::LookupResult BTree::Lookup(const KeyRef& k) const {
   }
 }
 
+void BTree::InsertAtLocked(Leaf* leaf, int n, int pos, const KeyRef& k, Record* rec) {
+  for (int i = n; i > pos; --i) {
+    St(leaf->s0[i], leaf->s0[i - 1]);
+    St(leaf->slots[i].s1, leaf->slots[i - 1].s1);
+    St(leaf->slots[i].tagged, leaf->slots[i - 1].tagged);
+  }
+  St(leaf->s0[pos], k.s0);
+  St(leaf->slots[pos].s1, k.s1);
+  St(leaf->slots[pos].tagged, TagRecord(rec, k.len));
+  St(leaf->count, n + 1);
+}
+
+bool BTree::InsertIntoLeaf(Leaf* leaf, uint64_t* version, const KeyRef& k, Record* rec) {
+  // Read optimistically; the upgrade fails if the leaf moved since
+  // *version, and then n and pos may be torn but are not used.
+  const int n = ClampCount(Ld(leaf->count), kLeafCap);
+  if (n == kLeafCap) return false;
+  bool exact;
+  const int pos = LeafLowerBound(leaf, n, k, &exact);
+  if (exact || !TryUpgrade(leaf, *version)) return false;
+  InsertAtLocked(leaf, n, pos, k, rec);
+  UnlockNode(leaf);
+  *version += 4;  // the lock's 2 and the unlock's 2 (NodeBase::version)
+  return true;
+}
+
 bool BTree::Remove(const KeyRef& k, const Record* expected) {
   for (;;) {
     uint64_t v;

@@ -302,6 +302,8 @@ class BTree {
     KeyRef key;         // in
     Record* rec;        // out: the record under key, or null when absent
     bool resolved;      // out: false when a node moved under the walk (look the key up again)
+    Leaf* leaf;         // out, when resolved: the leaf that covers key ...
+    uint64_t version;   // ... and its validated version (for InsertIntoLeaf)
   };
   static constexpr int kLookupGroup = 16;
   static void LookupGroup(GroupProbe* probes, int n);
@@ -331,6 +333,15 @@ class BTree {
   template <class Make, class Obs = NoObserver>
   Record* FindOrInsert(const KeyRef& k, Make&& make, Record** made, Obs* obs = nullptr);
 
+  // Inserts rec under k into `leaf`, which a lookup found to cover k, with
+  // k absent, at *version (a LookupGroup probe): the insert without a
+  // second descent. Then *version is the leaf's version after the insert
+  // (so other keys probed into the same leaf can follow it). Returns false,
+  // having changed nothing, when the leaf has moved since (every insert,
+  // removal and split moves its version) or is full (its split needs the
+  // parent, which only a descent knows); the caller then calls FindOrInsert.
+  bool InsertIntoLeaf(Leaf* leaf, uint64_t* version, const KeyRef& k, Record* rec);
+
   // Removes k if it maps to `expected`.
   bool Remove(const KeyRef& k, const Record* expected);
 
@@ -353,6 +364,8 @@ class BTree {
     const SepKey* full;
   };
   Leaf* FindLeaf(const KeyRef& k, uint64_t* version) const;
+  // Puts (k, rec) at slot pos of a locked leaf of n < kLeafCap keys.
+  static void InsertAtLocked(Leaf* leaf, int n, int pos, const KeyRef& k, Record* rec);
   // `append` means the key that caused the split sorts after every key in
   // the node: then the split leaves the old node full and starts a new one
   // (sequential loads fill nodes instead of leaving them half empty).
@@ -445,15 +458,7 @@ Record* BTree::FindOrInsert(const KeyRef& k, Make&& make, Record** made, Obs* ob
       continue;
     }
     if (!TryUpgrade(leaf, v)) continue;
-    for (int i = n; i > pos; --i) {
-      St(leaf->s0[i], leaf->s0[i - 1]);
-      St(leaf->slots[i].s1, leaf->slots[i - 1].s1);
-      St(leaf->slots[i].tagged, leaf->slots[i - 1].tagged);
-    }
-    St(leaf->s0[pos], k.s0);
-    St(leaf->slots[pos].s1, k.s1);
-    St(leaf->slots[pos].tagged, TagRecord(*made, k.len));
-    St(leaf->count, n + 1);
+    InsertAtLocked(leaf, n, pos, k, *made);
     UnlockNode(leaf);
     if (obs) obs->OnLeafChanged(leaf, v, v + 4);
     return *made;

@@ -99,6 +99,8 @@ void BTree::LookupGroup(GroupProbe* p, int n) {
     if (!Validate(leaf, ver[i]) || (exact && r == nullptr)) continue;
     p[i].rec = r;
     p[i].resolved = true;
+    p[i].leaf = const_cast<Leaf*>(leaf);
+    p[i].version = ver[i];
     // A prefetch never faults, and the caller is inside an epoch, so the
     // record is not freed while it is used.
     if (r) PrefetchLineOnce(reinterpret_cast<const char*>(r));

@@ -6,7 +6,9 @@
 //   - the keys are looked up as groups of BTree::kLookupGroup
 //     (BTree::LookupGroup overlaps their misses) and a found record is
 //     written through the pointer: one descent per overwrite;
-//   - a key absent from the index takes one FindOrInsert descent.
+//   - a key absent from the index is inserted into the leaf the lookup
+//     ended at, if no earlier write of the group changed that leaf since
+//     (BTree::InsertIntoLeaf), else by one FindOrInsert descent.
 // Every version the group installs is stamped with one snapshot epoch, read
 // after the worker published its epoch: no snapshot can reach it before the
 // worker enters again, so a read-only snapshot sees the whole group or none
@@ -19,6 +21,20 @@
 #include "worker_impl.h"
 
 namespace rolis::core {
+namespace {
+
+// A write of the group inserted into `done`'s leaf, moving its version from
+// `seen` to done.version: the later probes that ended at that leaf at
+// `seen` still hold (the insert was the only change), so they follow it.
+// TPC-C's inserts come in runs of neighbouring keys (an order's lines),
+// most of them into one leaf.
+void FollowInsert(const BTree::GroupProbe& done, uint64_t seen, BTree::GroupProbe* later, int n) {
+  for (int j = 0; j < n; ++j) {
+    if (later[j].resolved && later[j].leaf == done.leaf && later[j].version == seen) later[j].version = done.version;
+  }
+}
+
+}  // namespace
 
 Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes) {
   // The Silo argument for commits, with the publication in place of the
@@ -52,34 +68,56 @@ Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes)
     }
     BTree::LookupGroup(probes, n);
     for (int i = 0; i < n; ++i) {
-      // An absent or unresolved key is found or inserted on its own: an
-      // earlier write of this group may have inserted it since the lookup.
-      Status s = ApplyOneReplicated(tables[i], probes[i].key, *group[i], probes[i].resolved ? probes[i].rec : nullptr,
+      // An unresolved key is found or inserted on its own; an absent one
+      // goes into its leaf if no other insert moved the leaf since.
+      const uint64_t seen = probes[i].version;
+      Status s = ApplyOneReplicated(tables[i], probes[i].key, *group[i], probes[i].resolved ? &probes[i] : nullptr,
                                     stamp, min_snap, keep_old);
       if (!s.ok() && first.ok()) first = std::move(s);
+      if (probes[i].resolved && probes[i].version != seen) FollowInsert(probes[i], seen, probes + i + 1, n - i - 1);
     }
   }
   return first;
 }
 
-Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r,
-                                      uint64_t stamp, uint64_t min_snap, bool keep_old) {
+Record* WorkerImpl::FindOrInsertReplicated(TableImpl* t, const KeyRef& k, std::string_view key, uint32_t vlen,
+                                           BTree::GroupProbe* found, bool* created) {
+  Record* made = nullptr;
+  Record* r;
+  if (found != nullptr && found->rec == nullptr) {
+    // Absent at the lookup: inserted straight into the leaf it ended at,
+    // unless that leaf moved or is full.
+    made = NewRecord(key, vlen);
+    r = t->tree.InsertIntoLeaf(found->leaf, &found->version, k, made)
+            ? made
+            : t->tree.FindOrInsert(k, [] { return static_cast<Record*>(nullptr); }, &made);
+  } else {
+    r = t->tree.FindOrInsert(k, [&] { return NewRecord(key, vlen); }, &made);
+  }
+  if (made != nullptr && made != r) FreeRecord(made);  // another thread inserted the key first
+  *created = made != nullptr && made == r;
+  if (*created) Bump(slot_->records, 1);
+  return r;
+}
+
+Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw,
+                                      BTree::GroupProbe* found, uint64_t stamp, uint64_t min_snap,
+                                      bool keep_old) {
   const WriteRecord& write = rw.write;
   uint32_t vlen = static_cast<uint32_t>(write.is_delete ? 0 : write.value.size());
   const char* value = write.value.data();
+  Record* r = found != nullptr ? found->rec : nullptr;
   for (;;) {
     bool created = false;
     if (r == nullptr) {
-      Record* made = nullptr;
-      r = t->tree.FindOrInsert(k, [&] { return NewRecord(write.key, vlen); }, &made);
-      if (made != nullptr && made != r) FreeRecord(made);  // another thread inserted the key first
-      created = made != nullptr && made == r;
-      if (created) Bump(slot_->records, 1);
+      r = FindOrInsertReplicated(t, k, write.key, vlen, found, &created);
+      found = nullptr;  // a second try descends
     }
     const uint64_t w = LockRecord(r);
     if (!(w & tid::kLatest)) {  // unlinked since we found it: look again
       UnlockRecord(r, w);
       r = nullptr;
+      found = nullptr;
       continue;
     }
     const bool newer =

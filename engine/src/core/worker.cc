@@ -378,7 +378,7 @@ Status WorkerImpl::ApplyReplicated(TableImpl* t, const WriteRecord& write, uint6
                                    uint64_t order_ts) {
   // One write alone: its version takes the epoch read once its record is
   // locked, as a commit's does (replay_batch.cc has the shared steps).
-  return ApplyOneReplicated(t, KeyRef(write.key), ReplicatedWrite{write, order_epoch, order_ts}, /*r=*/nullptr,
+  return ApplyOneReplicated(t, KeyRef(write.key), ReplicatedWrite{write, order_epoch, order_ts}, /*found=*/nullptr,
                             kStampAtLock, db_->min_snap_.load(std::memory_order_acquire));
 }
 

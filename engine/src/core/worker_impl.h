@@ -122,12 +122,19 @@ class WorkerImpl final : public Worker {
   size_t retired_head_ = 0;
   std::vector<AbsentEntry> absent_;
 
-  // One replicated write whose record may already be known (`r`, from the
-  // group lookup; null: find or insert it). Stamps the version `stamp`, or
-  // with kStampAtLock the epoch read once the record is locked.
+  // One replicated write whose key the group lookup may already have
+  // resolved (`found`: its record, or the leaf to insert it into, whose
+  // version moves on when the write inserts there; null: find or insert
+  // it). Stamps the version `stamp`, or with kStampAtLock the epoch read
+  // once the record is locked.
   static constexpr uint64_t kStampAtLock = ~uint64_t{0};
-  Status ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, Record* r, uint64_t stamp,
-                          uint64_t min_snap, bool keep_old = true);
+  Status ApplyOneReplicated(TableImpl* t, const KeyRef& k, const ReplicatedWrite& rw, BTree::GroupProbe* found,
+                            uint64_t stamp, uint64_t min_snap, bool keep_old = true);
+  // The record under k, inserted (absent, as a placeholder of vlen value
+  // bytes) when the key has none; *created tells which. Into found->leaf
+  // when that leaf has not moved since found->version (no second descent).
+  Record* FindOrInsertReplicated(TableImpl* t, const KeyRef& k, std::string_view key, uint32_t vlen,
+                                 BTree::GroupProbe* found, bool* created);
 };
 
 // Spins until the record lock is ours; returns the word with the lock bit.
