@@ -341,6 +341,15 @@ class BTree {
   // removal and split moves its version) or is full (its split needs the
   // parent, which only a descent knows); the caller then calls FindOrInsert.
   bool InsertIntoLeaf(Leaf* leaf, uint64_t* version, const KeyRef& k, Record* rec);
+  // After an InsertIntoLeaf at `done` moved its leaf from version `seen` to
+  // done.version: the probes in later[0..n) that ended at that leaf at
+  // `seen` still hold (that insert was the leaf's only change), so they
+  // take the new version and can insert there too.
+  static void FollowInsert(const GroupProbe& done, uint64_t seen, GroupProbe* later, int n) {
+    for (int j = 0; j < n; ++j) {
+      if (later[j].resolved && later[j].leaf == done.leaf && later[j].version == seen) later[j].version = done.version;
+    }
+  }
 
   // Removes k if it maps to `expected`.
   bool Remove(const KeyRef& k, const Record* expected);

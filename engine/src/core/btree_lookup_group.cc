@@ -27,6 +27,8 @@ void BTree::LookupGroup(GroupProbe* p, int n) {
   for (int i = 0; i < n; i++) {
     p[i].rec = nullptr;
     p[i].resolved = false;
+    p[i].leaf = nullptr;
+    p[i].version = 0;
     const std::atomic<NodeBase*>& root_ptr = p[i].tree->root_;
     NodeBase* root = root_ptr.load(std::memory_order_acquire);
     uint64_t v = root->version.load(std::memory_order_acquire);

@@ -21,20 +21,6 @@
 #include "worker_impl.h"
 
 namespace rolis::core {
-namespace {
-
-// A write of the group inserted into `done`'s leaf, moving its version from
-// `seen` to done.version: the later probes that ended at that leaf at
-// `seen` still hold (the insert was the only change), so they follow it.
-// TPC-C's inserts come in runs of neighbouring keys (an order's lines),
-// most of them into one leaf.
-void FollowInsert(const BTree::GroupProbe& done, uint64_t seen, BTree::GroupProbe* later, int n) {
-  for (int j = 0; j < n; ++j) {
-    if (later[j].resolved && later[j].leaf == done.leaf && later[j].version == seen) later[j].version = done.version;
-  }
-}
-
-}  // namespace
 
 Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes) {
   // The Silo argument for commits, with the publication in place of the
@@ -69,12 +55,14 @@ Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes)
     BTree::LookupGroup(probes, n);
     for (int i = 0; i < n; ++i) {
       // An unresolved key is found or inserted on its own; an absent one
-      // goes into its leaf if no other insert moved the leaf since.
+      // goes into its leaf if no other insert moved the leaf since. TPC-C's
+      // inserts come in runs of neighbouring keys (an order's lines), so
+      // the later probes into the same leaf follow an insert's version.
       const uint64_t seen = probes[i].version;
       Status s = ApplyOneReplicated(tables[i], probes[i].key, *group[i], probes[i].resolved ? &probes[i] : nullptr,
                                     stamp, min_snap, keep_old);
       if (!s.ok() && first.ok()) first = std::move(s);
-      if (probes[i].resolved && probes[i].version != seen) FollowInsert(probes[i], seen, probes + i + 1, n - i - 1);
+      if (probes[i].version != seen) BTree::FollowInsert(probes[i], seen, probes + i + 1, n - i - 1);
     }
   }
   return first;

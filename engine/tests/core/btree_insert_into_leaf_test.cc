@@ -76,9 +76,7 @@ TEST(BTreeInsertIntoLeaf, GroupsOfInsertsAgreeWithStdMap) {
       const uint64_t seen = probes[i].version;
       if (InsertWithHint(&tree, &probes[i], r)) {
         hinted++;
-        for (size_t j = i + 1; j < keys.size(); ++j) {  // replay_batch.cc's FollowInsert
-          if (probes[j].leaf == probes[i].leaf && probes[j].version == seen) probes[j].version = probes[i].version;
-        }
+        BTree::FollowInsert(probes[i], seen, probes + i + 1, static_cast<int>(keys.size() - i - 1));
       } else {
         refused++;
       }
