@@ -99,13 +99,12 @@ Status WorkerImpl::ApplyOneReplicated(TableImpl* t, const KeyRef& k, const Repli
     bool created = false;
     if (r == nullptr) {
       r = FindOrInsertReplicated(t, k, write.key, vlen, found, &created);
-      found = nullptr;  // a second try descends
     }
     const uint64_t w = LockRecord(r);
     if (!(w & tid::kLatest)) {  // unlinked since we found it: look again
       UnlockRecord(r, w);
       r = nullptr;
-      found = nullptr;
+      found = nullptr;  // the lookup's leaf and record are stale: a second try descends
       continue;
     }
     const bool newer =
