@@ -184,6 +184,10 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   WorkerHooks no_hooks;
   WorkerHooks* hooks = options.hooks != nullptr ? options.hooks : &no_hooks;
   const bool fixed_work = options.txns_per_thread > 0;
+  if (options.other_cpu_load != OtherCpuLoadKind::kNone && (!options.pin_threads || cpus.size() <= threads)) {
+    return Status::InvalidArgument(
+        "--other-cpu-load needs pinned workers and a CPU they do not use (fewer --threads than CPUs, no --no-pin)");
+  }
 
   // Open loop: ticks per second, measured over a short sleep.
   double ticks_per_micro = 0;
@@ -273,6 +277,8 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   if (options.pin_threads && cpus.size() > threads) worker_cpus.resize(threads);
   // The rest: where followers and replication threads run (replicated_mode.h).
   const std::vector<int> other_cpus = options.pin_threads ? CpusOtherThan(worker_cpus) : std::vector<int>();
+  std::optional<OtherCpuLoad> other_load;
+  if (options.other_cpu_load != OtherCpuLoadKind::kNone) other_load.emplace(options.other_cpu_load, other_cpus);
   ProcStat at_begin = ProcStat::Read();
   std::vector<TimelinePoint> timeline_points;
 
@@ -301,6 +307,8 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   }
   const ClockPoint stop_point = ClockPoint::Now();
   const ProcStat at_end = ProcStat::Read();
+  const uint64_t other_load_rounds = other_load ? other_load->rounds() : 0;
+  other_load.reset();
   for (auto& th : pool) th.join();
   const ClockPoint end = fixed_work ? ClockPoint::Now() : stop_point;
 
@@ -310,6 +318,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   r.nanos_per_tick = NanosPerTick(begin, end);
   r.types.resize(type_names.size());
   r.pinned = options.pin_threads && !cpus.empty();
+  r.other_cpu_load_rounds = other_load_rounds;
   r.rate_tps = options.rate_tps;
   const CpuTimes workers_at_begin = at_begin.Of(worker_cpus), workers_at_end = at_end.Of(worker_cpus);
   const CpuTimes others_at_begin = at_begin.Of(other_cpus), others_at_end = at_end.Of(other_cpus);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "histogram.h"
+#include "other_cpu_load.h"
 #include "rolis/db.h"
 #include "rolis/status.h"
 #include "workloads/workload.h"
@@ -57,6 +58,9 @@ struct DriverOptions {
   // over each interval of this many seconds of the window, in
   // RunResult::timeline. How a run changes with its age (TPC-C's tables grow).
   double timeline_seconds = 0;
+  // A synthetic load on the CPUs the pinned workers do not use, for the
+  // warmup and the window (other_cpu_load.h). Needs such a CPU.
+  OtherCpuLoadKind other_cpu_load = OtherCpuLoadKind::kNone;
 };
 
 // Microseconds of busy CPU per committed transaction; -1 when either is
@@ -88,6 +92,7 @@ struct RunResult {
   uint64_t conflict_aborts = 0;
   uint64_t rollbacks = 0;
   bool pinned = false;  // every worker was pinned to a CPU
+  uint64_t other_cpu_load_rounds = 0;  // work done by --other-cpu-load (OtherCpuLoad::rounds)
   // CPU time the workers got during the measured window (all threads). On a
   // shared machine it is below threads * measured_seconds.
   double worker_cpu_seconds = 0;

@@ -62,6 +62,10 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
                  r.rate_tps, r.max_lag_micros);
   }
   if (!info.placement.empty()) std::fprintf(out, "placement: %s\n", info.placement.c_str());
+  if (info.other_cpu_load != "none") {
+    std::fprintf(out, "the CPUs the workers do not use ran a synthetic '%s' load (--other-cpu-load)\n",
+                 info.other_cpu_load.c_str());
+  }
   std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s  huge pages: %s\n", r.throughput(),
                100.0 * r.abort_rate(), r.pinned ? "yes" : "no", info.mode.huge_pages ? "on" : "off");
   std::fprintf(out, "workers got %.2f CPU-s of %.2f thread-s: %.0f txn/s per full CPU each\n", r.worker_cpu_seconds,
@@ -117,6 +121,8 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("rollbacks", Num(r.rollbacks));
   field("replicas", Num(uint64_t{info.mode.replicas}));
   field("batch_size", Num(uint64_t{info.mode.batch_size}));
+  field("other_cpu_load", JsonString(info.other_cpu_load));
+  field("other_cpu_load_rounds", Num(r.other_cpu_load_rounds));
   if (r.has_ack_latency) {
     field("batch_timeout_us", Num(static_cast<uint64_t>(info.mode.batch_timeout.count())));
     field("acked_txns", Num(r.ack_latency.total()));

@@ -19,6 +19,7 @@ struct RunInfo {
   uint64_t seed = 0;
   double load_seconds = 0;
   std::string placement;  // where workers, followers and threads ran (Mode::Placement)
+  std::string other_cpu_load = "none";  // --other-cpu-load (other_cpu_load.h)
   // Workload parameters, as (name, JSON value) pairs, e.g. {"keys", "1000000"}.
   std::vector<std::pair<std::string, std::string>> config;
 };
@@ -28,7 +29,7 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
 // warmup_seconds, seed, throughput_tps, abort_rate, latency ("engine" or
 // "client_visible_commit": what p50_us, p95_us and p99_us measure),
 // p50_us, p95_us, p99_us, engine_p50_us, engine_p99_us, commits, aborts,
-// rollbacks, replicas, batch_size, (replicated: batch_timeout_us,
+// rollbacks, replicas, batch_size, other_cpu_load, other_cpu_load_rounds, (replicated: batch_timeout_us,
 // acked_txns, unacked_txns, unsampled_txns), rate_tps (open loop target,
 // 0: closed loop), max_lag_us, steal_ms, load_seconds, pinned, huge_pages,
 // (replicated: patch_updates, flow_control_wait_ms),

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   uint32_t epoch_ms = 40;
   bool no_pin = false;
   std::string batch_timeout = "1ms";
+  std::string other_cpu_load = "none";
 
   app.add_option("--workload", workload_name, "ycsbpp or tpcc")->check(CLI::IsMember({"ycsbpp", "tpcc"}));
   app.add_option("--threads", driver.threads, "worker threads (one warehouse each for tpcc)")
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
                  "(how a run changes with its age; 0: off)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-pin", no_pin, "do not pin worker threads to CPUs");
+  app.add_option("--other-cpu-load", other_cpu_load,
+                 "unreplicated: a synthetic load on the CPUs the workers do not use: none, pause (busy, no memory), "
+                 "stream (sequential writes) or random (random reads, a miss each); engine/bench/interference.sh")
+      ->check(CLI::IsMember(bench::OtherCpuLoadNames()));
   app.add_flag("--huge-pages", mode_options.huge_pages,
                "back the engine's memory with transparent huge pages (rolisd's --huge-pages; default off, as rolisd)");
   std::string prefault = "0";
@@ -114,6 +119,12 @@ int main(int argc, char** argv) {
   std::unique_ptr<bench::Mode> mode;
   Status s = bench::MakeMode(mode_options, &mode);
   if (!s.ok()) return Fail("mode", s);
+  bench::ParseOtherCpuLoadKind(other_cpu_load, &driver.other_cpu_load);  // checked by CLI11 above
+  if (driver.other_cpu_load != bench::OtherCpuLoadKind::kNone && mode->commit_hook() != nullptr) {
+    return Fail("--other-cpu-load",
+                Status::InvalidArgument("needs the unreplicated mode (--replicas=1): with replication the other "
+                                        "CPUs run the followers and the leader's replication threads"));
+  }
 
   Options options;
   options.epoch_period_ms = epoch_ms;
@@ -138,6 +149,7 @@ int main(int argc, char** argv) {
   info.threads = driver.threads;
   info.warmup_seconds = driver.warmup_seconds;
   info.seed = driver.seed;
+  info.other_cpu_load = other_cpu_load;
   std::unique_ptr<workloads::Workload> workload;
   if (workload_name == "ycsbpp") {
     workload = std::make_unique<workloads::Ycsbpp>(ycsb);

@@ -189,6 +189,9 @@ void CheckRun(const std::string& args, const std::string& workload) {
   EXPECT_EQ(std::get<bool>(f["huge_pages"]), false);
   ASSERT_TRUE(f.count("prefault_mib")) << line;  // none unless asked for, as in rolisd
   EXPECT_EQ(std::get<double>(f["prefault_mib"]), 0);
+  ASSERT_TRUE(f.count("other_cpu_load")) << line;
+  EXPECT_EQ(std::get<std::string>(f["other_cpu_load"]), "none");
+  EXPECT_EQ(std::get<double>(f["other_cpu_load_rounds"]), 0);
 }
 
 TEST(RolisBench, YcsbppPrintsJsonSummaryAsLastLine) {
@@ -243,6 +246,35 @@ TEST(RolisBench, CountsTheTimeWorkersWaitedForTheirCpus) {
   const double shared = std::get<double>(f["worker_runqueue_ms"]);
   EXPECT_GT(shared, 300) << "two workers on one CPU for 1 s";
   EXPECT_LT(shared, 2 * 1000 * 1.5);
+}
+
+// --other-cpu-load: a load ran on the CPU the worker does not use for the
+// window, and the run says which and how much it did.
+TEST(RolisBench, OtherCpuLoadRunsBesideTheWorkers) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one CPU: nowhere to put the load";
+  int code = -1;
+  const std::string out = RunBench(
+      "--workload=ycsbpp --threads=1 --seconds=1 --warmup=0 --ycsb-keys=10000 --other-cpu-load=pause", &code);
+  ASSERT_EQ(code, 0) << out;
+  std::map<std::string, std::variant<double, std::string, bool>> f;
+  const std::string line = LastLine(out);
+  ASSERT_TRUE(JsonReader(line).ParseObject(&f)) << line;
+  EXPECT_EQ(std::get<std::string>(f["other_cpu_load"]), "pause");
+  // A round is 2^16 pauses (~2 ms on Zen 3); the window is 1 s.
+  EXPECT_GT(std::get<double>(f["other_cpu_load_rounds"]), 10) << line;
+  EXPECT_NE(out.find("synthetic 'pause' load"), std::string::npos) << out;
+}
+
+TEST(RolisBench, OtherCpuLoadNeedsAKnownKindAndTheUnreplicatedMode) {
+  int code = 0;
+  std::string out = RunBench("--workload=ycsbpp --seconds=1 --ycsb-keys=100 --other-cpu-load=lots", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--other-cpu-load"), std::string::npos) << out;
+  code = 0;
+  out = RunBench("--workload=ycsbpp --mode=replicated --replicas=1 --seconds=1 --ycsb-keys=100 --other-cpu-load=pause",
+                 &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("needs the unreplicated mode"), std::string::npos) << out;
 }
 
 TEST(RolisBench, RejectsUnknownWorkload) {
