@@ -1,12 +1,11 @@
 #include "other_cpu_load.h"
 
 #include <immintrin.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <cstring>
 #include <string>
 
+#include "driver.h"
 #include "rolis/thread_name.h"
 
 namespace rolis::bench {
@@ -23,13 +22,6 @@ constexpr Named kNames[] = {{OtherCpuLoadKind::kNone, "none"},
                             {OtherCpuLoadKind::kPause, "pause"},
                             {OtherCpuLoadKind::kStream, "stream"},
                             {OtherCpuLoadKind::kRandom, "random"}};
-
-bool PinTo(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
-}
 
 }  // namespace
 
@@ -75,7 +67,7 @@ OtherCpuLoad::~OtherCpuLoad() {
 
 void OtherCpuLoad::Run(int cpu, uint64_t seed) {
   NameThisThread("bench-load-" + std::to_string(cpu));
-  if (!PinTo(cpu)) unpinned_.fetch_add(1);
+  if (!PinThreadTo({cpu})) unpinned_.fetch_add(1);
   uint64_t x = seed | 1;
   volatile uint64_t sink = 0;  // keeps the random reads from being optimized away
   while (!stop_.load(std::memory_order_relaxed)) {
@@ -84,7 +76,8 @@ void OtherCpuLoad::Run(int cpu, uint64_t seed) {
         for (uint64_t i = 0; i < kRoundOps; ++i) _mm_pause();
         break;
       case OtherCpuLoadKind::kStream:
-        // In 1 MiB steps, so that a stop is seen within a millisecond.
+        // 1 MiB at a time: through the caches (one memset of the whole
+        // buffer was streamed past them), and a stop is seen within a millisecond.
         for (size_t at = 0; at < buffer_bytes_ && !stop_.load(std::memory_order_relaxed); at += size_t{1} << 20) {
           std::memset(buffer_.get() + at, static_cast<int>(x++), std::min(size_t{1} << 20, buffer_bytes_ - at));
         }
