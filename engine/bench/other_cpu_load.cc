@@ -77,7 +77,8 @@ void OtherCpuLoad::Run(int cpu, uint64_t seed) {
         break;
       case OtherCpuLoadKind::kStream:
         // 1 MiB at a time: through the caches (one memset of the whole
-        // buffer was streamed past them), and a stop is seen within a millisecond.
+        // buffer cost the worker nothing, plausibly streamed past them),
+        // and a stop is seen within a millisecond.
         for (size_t at = 0; at < buffer_bytes_ && !stop_.load(std::memory_order_relaxed); at += size_t{1} << 20) {
           std::memset(buffer_.get() + at, static_cast<int>(x++), std::min(size_t{1} << 20, buffer_bytes_ - at));
         }

@@ -5,7 +5,7 @@
 // the CPU busy without touching memory, `stream` writes a large buffer
 // sequentially, 1 MiB at a time through the caches (bandwidth and L3
 // pollution, no misses the prefetchers cannot hide; one `memset` of the
-// whole buffer was streamed past the caches and cost nothing), `random`
+// whole buffer cost nothing, plausibly streamed past the caches), `random`
 // reads one byte at a random place of it at a time (a miss each, like
 // replay's lookups). docs/benchmarks.md, session of 2026-11-27 05:43 UTC.
 #pragma once

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
   info.threads = driver.threads;
   info.warmup_seconds = driver.warmup_seconds;
   info.seed = driver.seed;
-  info.other_cpu_load = other_cpu_load;
+  info.other_cpu_load = bench::OtherCpuLoadName(driver.other_cpu_load);
   std::unique_ptr<workloads::Workload> workload;
   if (workload_name == "ycsbpp") {
     workload = std::make_unique<workloads::Ycsbpp>(ycsb);
