@@ -308,6 +308,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   const ClockPoint stop_point = ClockPoint::Now();
   const ProcStat at_end = ProcStat::Read();
   const uint64_t other_load_rounds = other_load ? other_load->rounds() : 0;
+  const int other_load_unpinned = other_load ? other_load->unpinned() : 0;
   other_load.reset();
   for (auto& th : pool) th.join();
   const ClockPoint end = fixed_work ? ClockPoint::Now() : stop_point;
@@ -319,6 +320,7 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   r.types.resize(type_names.size());
   r.pinned = options.pin_threads && !cpus.empty();
   r.other_cpu_load_rounds = other_load_rounds;
+  r.other_cpu_load_unpinned = other_load_unpinned;
   r.rate_tps = options.rate_tps;
   const CpuTimes workers_at_begin = at_begin.Of(worker_cpus), workers_at_end = at_end.Of(worker_cpus);
   const CpuTimes others_at_begin = at_begin.Of(other_cpus), others_at_end = at_end.Of(other_cpus);

@@ -93,6 +93,7 @@ struct RunResult {
   uint64_t rollbacks = 0;
   bool pinned = false;  // every worker was pinned to a CPU
   uint64_t other_cpu_load_rounds = 0;  // work done by --other-cpu-load (OtherCpuLoad::rounds)
+  int other_cpu_load_unpinned = 0;     // its threads that could not be pinned (OtherCpuLoad::unpinned)
   // CPU time the workers got during the measured window (all threads). On a
   // shared machine it is below threads * measured_seconds.
   double worker_cpu_seconds = 0;

@@ -65,6 +65,12 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
   if (info.other_cpu_load != "none") {
     std::fprintf(out, "the CPUs the workers do not use ran a synthetic '%s' load (--other-cpu-load)\n",
                  info.other_cpu_load.c_str());
+    if (r.other_cpu_load_unpinned > 0) {
+      std::fprintf(out,
+                   "warning: %d of the load's threads could not be pinned to their CPU and ran wherever the "
+                   "scheduler put them, perhaps beside the workers; check the CPUs this process may use (taskset -p)\n",
+                   r.other_cpu_load_unpinned);
+    }
   }
   std::fprintf(out, "throughput %.0f txn/s  abort rate %.4f%%  threads pinned: %s  huge pages: %s\n", r.throughput(),
                100.0 * r.abort_rate(), r.pinned ? "yes" : "no", info.mode.huge_pages ? "on" : "off");
@@ -123,6 +129,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   field("batch_size", Num(uint64_t{info.mode.batch_size}));
   field("other_cpu_load", JsonString(info.other_cpu_load));
   field("other_cpu_load_rounds", Num(r.other_cpu_load_rounds));
+  field("other_cpu_load_unpinned", Num(static_cast<uint64_t>(r.other_cpu_load_unpinned)));
   if (r.has_ack_latency) {
     field("batch_timeout_us", Num(static_cast<uint64_t>(info.mode.batch_timeout.count())));
     field("acked_txns", Num(r.ack_latency.total()));

@@ -192,6 +192,7 @@ void CheckRun(const std::string& args, const std::string& workload) {
   ASSERT_TRUE(f.count("other_cpu_load")) << line;
   EXPECT_EQ(std::get<std::string>(f["other_cpu_load"]), "none");
   EXPECT_EQ(std::get<double>(f["other_cpu_load_rounds"]), 0);
+  EXPECT_EQ(std::get<double>(f["other_cpu_load_unpinned"]), 0);
 }
 
 TEST(RolisBench, YcsbppPrintsJsonSummaryAsLastLine) {
@@ -262,6 +263,9 @@ TEST(RolisBench, OtherCpuLoadRunsBesideTheWorkers) {
   EXPECT_EQ(std::get<std::string>(f["other_cpu_load"]), "pause");
   // A round is 2^16 pauses (~2 ms on Zen 3); the window is 1 s.
   EXPECT_GT(std::get<double>(f["other_cpu_load_rounds"]), 10) << line;
+  // Every load thread got its CPU (the run would say so otherwise).
+  EXPECT_EQ(std::get<double>(f["other_cpu_load_unpinned"]), 0) << line;
+  EXPECT_EQ(out.find("could not be pinned"), std::string::npos) << out;
   EXPECT_NE(out.find("synthetic 'pause' load"), std::string::npos) << out;
 }
 
