@@ -52,6 +52,33 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
 }
 
+// Values of every length from 0 to 40 bytes and keys from 1 to 41 (the
+// encoder copies up to 16 bytes inline, three ways, longer ones with
+// memcpy) come back byte for byte, through the worker's AppendTxnAt.
+TEST(Codec, RoundTripsKeysAndValuesOfEveryShortLength) {
+  std::string bytes;
+  for (int i = 0; i < 41; i++) bytes.push_back(static_cast<char>('a' + i % 26 + (i / 26) * 0x20));
+  std::string p;
+  size_t used = 0;
+  for (uint32_t len = 0; len <= 40; len++) {
+    WriteRecord w{len, std::string_view(bytes).substr(0, len + 1), std::string_view(bytes).substr(41 - len), false};
+    AppendTxnAt(&p, &used, 10 + len, std::span<const WriteRecord>(&w, 1));
+  }
+  p.resize(used);
+  std::vector<DecodedTxn> out;
+  const Status s = DecodeTxns(p, 41, 50, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(out.size(), 41u);
+  for (uint32_t len = 0; len <= 40; len++) {
+    const DecodedTxn& t = out[len];
+    ASSERT_EQ(t.writes.size(), 1u) << len;
+    EXPECT_EQ(t.ts, 10u + len);
+    EXPECT_EQ(t.writes[0].table, len);
+    EXPECT_EQ(t.writes[0].key, bytes.substr(0, len + 1)) << len;
+    EXPECT_EQ(t.writes[0].value, bytes.substr(41 - len)) << len;
+  }
+}
+
 // A patch (rolis/value_patch.h) travels with its base version's ts; a
 // payload whose patch runs are cut short or overlap is refused on receipt.
 TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
