@@ -56,25 +56,28 @@ size_t EncodedSize(std::span<const WriteRecord> writes) {
 
 // Plain stores into room already made (not five appends per write, each
 // with its capacity check).
-// Copies len bytes; inline for up to 16 (two overlapping loads and stores),
-// as most keys and many values are: a call to the library's memcpy per key
-// and per value was a third of EncodeAt's instructions for YCSB++'s 8-byte
-// keys and values (callgrind, docs/benchmarks.md).
+// Copies len bytes, sizeof(Word) <= len <= 2 * sizeof(Word), as two
+// overlapping words: no loop, no call.
+template <typename Word>
+inline void CopyTwoWords(char* dst, const char* src, size_t len) {
+  Word head, tail;
+  std::memcpy(&head, src, sizeof head);
+  std::memcpy(&tail, src + len - sizeof tail, sizeof tail);
+  std::memcpy(dst, &head, sizeof head);
+  std::memcpy(dst + len - sizeof tail, &tail, sizeof tail);
+}
+
+// Copies len bytes; inline up to 16, as most keys and many values are: a
+// call to the library's memcpy per key and per value was a third of
+// EncodeAt's instructions for YCSB++'s 8-byte keys and values (callgrind,
+// docs/benchmarks.md).
 inline void CopyBytes(char* dst, const char* src, size_t len) {
   if (len > 16) {
     std::memcpy(dst, src, len);
   } else if (len >= 8) {
-    uint64_t a, b;
-    std::memcpy(&a, src, 8);
-    std::memcpy(&b, src + len - 8, 8);
-    std::memcpy(dst, &a, 8);
-    std::memcpy(dst + len - 8, &b, 8);
+    CopyTwoWords<uint64_t>(dst, src, len);
   } else if (len >= 4) {
-    uint32_t a, b;
-    std::memcpy(&a, src, 4);
-    std::memcpy(&b, src + len - 4, 4);
-    std::memcpy(dst, &a, 4);
-    std::memcpy(dst + len - 4, &b, 4);
+    CopyTwoWords<uint32_t>(dst, src, len);
   } else {
     for (size_t i = 0; i < len; i++) dst[i] = src[i];
   }
