@@ -54,8 +54,6 @@ size_t EncodedSize(std::span<const WriteRecord> writes) {
   return n;
 }
 
-// Plain stores into room already made (not five appends per write, each
-// with its capacity check).
 // Copies len bytes, sizeof(Word) <= len <= 2 * sizeof(Word), as two
 // overlapping words: no loop, no call.
 template <typename Word>
@@ -83,6 +81,8 @@ inline void CopyBytes(char* dst, const char* src, size_t len) {
   }
 }
 
+// Plain stores into room already made (not five appends per write, each
+// with its capacity check).
 void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes) {
   auto put = [&p](const void* v, size_t len) {
     CopyBytes(p, static_cast<const char*>(v), len);  // x86-64: little endian
