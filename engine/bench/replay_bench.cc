@@ -57,7 +57,7 @@ struct EncodedBatch {
 class Capture final : public CommitHook {
  public:
   explicit Capture(uint32_t batch_txns) : batch_txns_(batch_txns) {}
-  void OnCommit(WorkerId, uint64_t ts, std::span<const WriteRecord> writes) override {
+  void OnCommit(WorkerId, uint64_t ts, const CommittedWrites& writes) override {
     std::lock_guard<std::mutex> g(mu_);
     if (!on_) return;
     if (out_->empty() || out_->back().count == batch_txns_) out_->emplace_back();
@@ -65,7 +65,7 @@ class Capture final : public CommitHook {
     // One stream: make ts strictly increase, as a stream's batches do.
     ts = std::max(ts, last_ts_ + 1);
     last_ts_ = ts;
-    AppendTxn(&b.payload, ts, writes);
+    AppendTxn(&b.payload, ts, writes.records());
     b.count++;
     b.last_ts = ts;
     writes_ += writes.size();

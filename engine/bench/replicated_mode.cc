@@ -169,7 +169,7 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks {
   std::string Placement() const override { return placement_; }
 
   // CommitHook: the worker's thread, its mutex held.
-  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override {
+  void OnCommit(WorkerId worker, uint64_t commit_ts, const CommittedWrites& writes) override {
     if (!forwarding_.load(std::memory_order_relaxed)) return;  // the load, before the leader opens
     repl_->OnCommit(worker, commit_ts, writes);
     if (tls_thread != nullptr) tls_thread->commit_ts = commit_ts;

@@ -56,11 +56,13 @@ class WorkerImpl final : public Worker {
   bool has_open_txn() const { return !open_.empty(); }
   size_t open_txns() const { return open_.size(); }
 
-  // Scratch shared by this worker's transactions (used within one call).
+  // Scratch shared by this worker's transactions (used within one call):
+  // a commit's writes as the hook asks for them (CommitView).
   std::vector<WriteRecord> hook_buf_;
+  std::string encoded_buf_;
   // The commit's patches (Options::patch_updates): per write, where its
   // runs sit in patch_buf_ (len 0: no patch) and the ts of the version
-  // they were made against.
+  // they were made against; empty when the commit made none.
   struct PatchRef {
     uint32_t at = 0, len = 0;
     uint64_t base_ts = 0;

@@ -42,80 +42,13 @@ class Reader {
   size_t prefetched_ = 0;
 };
 
-// A write's flags byte; a patch's is followed by its base version's ts.
-constexpr uint8_t kFlagPut = 0, kFlagDelete = 1, kFlagPatch = 2;
-
-size_t EncodedSize(std::span<const WriteRecord> writes) {
-  size_t n = sizeof(uint64_t) + sizeof(uint32_t);
-  for (const WriteRecord& w : writes) {
-    n += 3 * sizeof(uint32_t) + 1 + w.key.size() + (w.is_delete ? 0 : w.value.size()) +
-         (w.is_patch ? sizeof(uint64_t) : 0);
-  }
-  return n;
-}
-
-// Copies len bytes, sizeof(Word) <= len <= 2 * sizeof(Word), as two
-// overlapping words: no loop, no call.
-template <typename Word>
-inline void CopyTwoWords(char* dst, const char* src, size_t len) {
-  Word head, tail;
-  std::memcpy(&head, src, sizeof head);
-  std::memcpy(&tail, src + len - sizeof tail, sizeof tail);
-  std::memcpy(dst, &head, sizeof head);
-  std::memcpy(dst + len - sizeof tail, &tail, sizeof tail);
-}
-
-// Copies len bytes; inline up to 16, as most keys and many values are: a
-// call to the library's memcpy per key and per value was a third of
-// EncodeAt's instructions for YCSB++'s 8-byte keys and values (callgrind,
-// docs/benchmarks.md).
-inline void CopyBytes(char* dst, const char* src, size_t len) {
-  if (len > 16) {
-    std::memcpy(dst, src, len);
-  } else if (len >= 8) {
-    CopyTwoWords<uint64_t>(dst, src, len);
-  } else if (len >= 4) {
-    CopyTwoWords<uint32_t>(dst, src, len);
-  } else {
-    for (size_t i = 0; i < len; i++) dst[i] = src[i];
-  }
-}
-
-// Plain stores into room already made (not five appends per write, each
-// with its capacity check).
-void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes) {
-  auto put = [&p](const void* v, size_t len) {
-    CopyBytes(p, static_cast<const char*>(v), len);  // x86-64: little endian
-    p += len;
-  };
-  const uint32_t count = static_cast<uint32_t>(writes.size());
-  put(&ts, sizeof ts);
-  put(&count, sizeof count);
-  for (const WriteRecord& w : writes) {
-    const uint8_t flags = w.is_delete ? kFlagDelete : w.is_patch ? kFlagPatch : kFlagPut;
-    const uint32_t klen = static_cast<uint32_t>(w.key.size());
-    std::string_view v = w.is_delete ? std::string_view() : w.value;
-    const uint32_t vlen = static_cast<uint32_t>(v.size());
-    put(&w.table, sizeof w.table);
-    put(&flags, 1);
-    if (w.is_patch) put(&w.base_ts, sizeof w.base_ts);
-    put(&klen, sizeof klen);
-    put(w.key.data(), klen);
-    put(&vlen, sizeof vlen);
-    put(v.data(), vlen);
-  }
-}
+using txn_encoding::kFlagDelete;
+using txn_encoding::kFlagPatch;
 
 }  // namespace
 
-void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes) {
-  const size_t at = out->size();
-  out->resize(at + EncodedSize(writes));
-  EncodeAt(out->data() + at, ts, writes);
-}
-
-void AppendTxnAt(std::string* out, size_t* used, uint64_t ts, std::span<const WriteRecord> writes) {
-  const size_t n = EncodedSize(writes);
+void AppendTxnAt(std::string* out, size_t* used, std::string_view txn) {
+  const size_t n = txn.size();
   // resize zero-fills what it adds (0.5% of a TPC-C worker when every
   // transaction grew the buffer): only the bytes past the buffer's old end
   // are filled, a reused buffer's own bytes are just overwritten.
@@ -123,21 +56,12 @@ void AppendTxnAt(std::string* out, size_t* used, uint64_t ts, std::span<const Wr
     if (out->capacity() < *used + n) out->reserve(std::max(*used + n, 2 * out->capacity()));
     out->resize(*used + n);
   }
-  // Encoded where this core's cache keeps it, then copied past the caches:
-  // a batch's buffer comes back for reuse only after the retained log lets
-  // it go, cold by then, and writing it directly read each of its lines in
-  // and evicted the engine's own (a TPC-C worker ~5% slower than with a
-  // buffer that stays in cache).
-  // A transaction larger than the scratch is encoded in place: it is rare,
-  // and a worker should not keep a scratch the size of its largest one.
-  constexpr size_t kScratchBytes = 64 << 10;
-  if (n > kScratchBytes) {
-    EncodeAt(out->data() + *used, ts, writes);
-  } else {
-    thread_local std::string scratch(kScratchBytes, '\0');
-    EncodeAt(scratch.data(), ts, writes);
-    CopyPastCaches(out->data() + *used, scratch.data(), n);
-  }
+  // The engine encoded it where this core's cache keeps it; it is copied
+  // past the caches: a batch's buffer comes back for reuse only after the
+  // retained log lets it go, cold by then, and writing it directly read
+  // each of its lines in and evicted the engine's own (a TPC-C worker ~5%
+  // slower than with a buffer that stays in cache).
+  CopyPastCaches(out->data() + *used, txn.data(), n);
   *used += n;
 }
 

@@ -1,12 +1,8 @@
-// Compact encoding of the transactions of a batch (Batch::payload), CRC32C
-// checked. Per transaction:
-//   u64 ts | u32 writes | per write: u32 table | u8 flags (0 = put,
-//   1 = delete, 2 = patch) | [patch: u64 ts of the base version] |
-//   u32 key length | key | u32 value length | value (a patch: its runs,
-//   rolis/value_patch.h)
-// little endian. The leader appends on the commit path (no allocation once
-// the buffer has grown); replicas decode with every length checked, so a
-// corrupt or truncated payload is an error and applies nothing.
+// The transactions of a batch (Batch::payload): a sequence of transactions
+// in the encoding of rolis/txn_encoding.h, CRC32C checked. The leader
+// appends each on the commit path (no allocation once the buffer has
+// grown); replicas decode with every length checked, so a corrupt or
+// truncated payload is an error and applies nothing.
 #pragma once
 
 #include <cstdint>
@@ -18,16 +14,17 @@
 #include "crc32c.h"
 #include "rolis/db.h"
 #include "rolis/status.h"
+#include "rolis/txn_encoding.h"
 
 namespace rolis::replication {
 
-// Appends one transaction to `out`.
-void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes);
-// Writes one transaction at `*used` in `out` and advances `*used`; `out` is
-// longer than `*used` when it is a reused buffer (its old bytes are
-// overwritten, not zeroed first) and grows only by what does not fit. The
-// caller cuts it to `*used` when the batch closes.
-void AppendTxnAt(std::string* out, size_t* used, uint64_t ts, std::span<const WriteRecord> writes);
+using txn_encoding::AppendTxn;
+
+// Copies one encoded transaction to `*used` in `out` and advances `*used`;
+// `out` is longer than `*used` when it is a reused buffer (its old bytes
+// are overwritten, not zeroed first) and grows only by what does not fit.
+// The caller cuts it to `*used` when the batch closes.
+void AppendTxnAt(std::string* out, size_t* used, std::string_view txn);
 
 // One decoded transaction; its views point into the payload.
 struct DecodedTxn {

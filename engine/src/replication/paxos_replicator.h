@@ -41,7 +41,7 @@ class PaxosReplicator final : public server::Replicator {
   explicit PaxosReplicator(PaxosReplicatorOptions o);
   ~PaxosReplicator() override;
 
-  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override {
+  void OnCommit(WorkerId worker, uint64_t commit_ts, const CommittedWrites& writes) override {
     replica_->OnCommit(worker, commit_ts, writes);
   }
   void RegisterStream(WorkerId worker, uint32_t stream) override { replica_->RegisterStream(worker, stream); }

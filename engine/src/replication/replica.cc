@@ -330,7 +330,7 @@ std::string Replica::leader_client_address() const {
 // ---------------------------------------------------------------------------
 // Leader: the commit path.
 
-void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) {
+void Replica::OnCommit(WorkerId worker, uint64_t ts, const CommittedWrites& writes) {
   uint32_t t = worker < stream_of_worker_.size() ? stream_of_worker_[worker].load(std::memory_order_relaxed)
                                                   : worker % opts_.streams;
   LStream& s = *lstreams_[t];
@@ -351,7 +351,7 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord
       WakeLoop();
     }
   }
-  AppendTxnAt(&s.buf, &s.buf_used, ts, writes);
+  AppendTxnAt(&s.buf, &s.buf_used, writes.encoded());
   s.count++;
   s.buf_last_ts = ts;
   // The loop closes a timed-out batch only when the worker's mutex is free;

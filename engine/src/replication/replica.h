@@ -147,7 +147,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void Stop();
 
   // CommitHook (the worker's thread, worker mutex held).
-  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override;
+  void OnCommit(WorkerId worker, uint64_t commit_ts, const CommittedWrites& writes) override;
 
   Role role() const { return role_.load(std::memory_order_acquire); }
   uint64_t epoch() const;

@@ -47,7 +47,7 @@ StandaloneReplicator::StreamState& StandaloneReplicator::StreamOf(WorkerId worke
   return streams_[s];
 }
 
-void StandaloneReplicator::OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) {
+void StandaloneReplicator::OnCommit(WorkerId worker, uint64_t commit_ts, const CommittedWrites&) {
   // Called with the worker held by one thread: plain store of a larger value.
   StreamState& s = StreamOf(worker);
   if (commit_ts > s.committed_ts.load(std::memory_order_relaxed)) {

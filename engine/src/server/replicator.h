@@ -115,7 +115,7 @@ class StandaloneReplicator final : public Replicator {
   };
   explicit StandaloneReplicator(Options options);
 
-  void OnCommit(WorkerId worker, uint64_t commit_ts, std::span<const WriteRecord> writes) override;
+  void OnCommit(WorkerId worker, uint64_t commit_ts, const CommittedWrites& writes) override;
   void RegisterStream(WorkerId worker, uint32_t stream) override;
 
   Role role() const override { return options_.peers_configured ? Role::kFollower : Role::kStandalone; }

@@ -32,9 +32,9 @@ struct HookedTxn {
 
 class RecordingHook : public CommitHook {
  public:
-  void OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) override {
+  void OnCommit(WorkerId worker, uint64_t ts, const CommittedWrites& writes) override {
     HookedTxn h{worker, ts, {}};
-    for (const WriteRecord& w : writes) h.writes.push_back({w.table, std::string(w.key), std::string(w.value), w.is_delete});
+    for (const WriteRecord& w : writes.records()) h.writes.push_back({w.table, std::string(w.key), std::string(w.value), w.is_delete});
     std::lock_guard<std::mutex> lk(mu_);
     txns_.push_back(std::move(h));
     if (thread_of_.count(worker) && thread_of_[worker] != std::this_thread::get_id()) wrong_thread_ = true;

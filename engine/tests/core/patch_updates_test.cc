@@ -141,12 +141,12 @@ struct Hooked {
 
 class KeepingHook : public CommitHook {
  public:
-  void OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) override {
+  void OnCommit(WorkerId worker, uint64_t ts, const CommittedWrites& writes) override {
     std::lock_guard<std::mutex> g(mu);
     Hooked& h = txns.emplace_back();
     h.worker = worker;
     h.ts = ts;
-    for (WriteRecord w : writes) {
+    for (WriteRecord w : writes.records()) {
       w.key = h.bytes.emplace_back(w.key);
       w.value = h.bytes.emplace_back(w.value);
       h.writes.push_back(w);
@@ -164,12 +164,6 @@ std::unique_ptr<Database> OpenWithPatches(CommitHook* hook) {
   return Database::Open(o);
 }
 
-std::string Row(char fill, uint32_t counter) {
-  std::string r(120, fill);
-  std::memcpy(r.data() + 40, &counter, sizeof counter);
-  return r;
-}
-
 TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
   KeepingHook hook;
   auto db = OpenWithPatches(&hook);
@@ -179,27 +173,27 @@ TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
   auto w2 = db->RegisterWorker();
   auto last = [&] { return hook.txns.back().writes.at(0); };
 
-  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('a', 1)).ok());
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", testing::Row('a', 1)).ok());
   EXPECT_FALSE(last().is_patch) << "an insert";
-  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('a', 2)).ok());
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", testing::Row('a', 2)).ok());
   ASSERT_TRUE(last().is_patch) << "the worker's own write, 4 bytes changed";
   EXPECT_EQ(last().base_ts, hook.txns[hook.txns.size() - 2].ts) << "made against the version before it";
   EXPECT_LT(last().value.size(), 20u);
-  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('b', 3)).ok());
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", testing::Row('b', 3)).ok());
   EXPECT_FALSE(last().is_patch) << "more than half of the value changed";
-  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", Row('b', 4) + "x").ok());
+  ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", testing::Row('b', 4) + "x").ok());
   EXPECT_FALSE(last().is_patch) << "another length";
-  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 5) + "x").ok());
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", testing::Row('b', 5) + "x").ok());
   EXPECT_FALSE(last().is_patch) << "another worker's write";
-  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 6) + "x").ok());
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", testing::Row('b', 6) + "x").ok());
   EXPECT_TRUE(last().is_patch);
   db->SetReplicationEpoch(2);
-  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 7) + "x").ok());
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", testing::Row('b', 7) + "x").ok());
   EXPECT_FALSE(last().is_patch) << "written in an earlier replication epoch";
   ASSERT_TRUE(testing::RunRw(w2.get(), [&](Transaction* txn) { return txn->Delete(t, "k"); }).ok());
   EXPECT_FALSE(last().is_patch) << "a delete";
   EXPECT_TRUE(last().is_delete);
-  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", Row('b', 8) + "x").ok());
+  ASSERT_TRUE(testing::PutOne(w2.get(), t, "k", testing::Row('b', 8) + "x").ok());
   EXPECT_FALSE(last().is_patch) << "over a delete";
 }
 
@@ -255,7 +249,7 @@ TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
             const std::string k = testing::KeyU64(rng() % kKeys);
             std::string v;
             Status g = txn->Get(t, k, &v);
-            if (g.IsNotFound() || v.size() != 120) v = Row('0' + id, 0);
+            if (g.IsNotFound() || v.size() != 120) v = testing::Row('0' + id, 0);
             else if (!g.ok()) return g;
             v[rng() % v.size()] = static_cast<char>('a' + rng() % 26);
             if (rng() % 50 == 0) v = RandomBytes(rng, 120);  // a full rewrite now and then
@@ -323,9 +317,9 @@ TEST(PatchUpdates, ReplayAppliesAPatchOnlyToTheVersionItWasMadeAgainst) {
   auto db = testing::OpenDb();
   Table* t = testing::MakeTable(db.get(), "t");
   auto w = db->RegisterWorker();
-  const std::string base = Row('a', 1);
+  const std::string base = testing::Row('a', 1);
   std::string patch;
-  ASSERT_TRUE(AppendPatch(base, Row('a', 2), 60, &patch));
+  ASSERT_TRUE(AppendPatch(base, testing::Row('a', 2), 60, &patch));
   auto put = [&](const std::string& key, const std::string& v, uint64_t epoch, uint64_t ts) {
     return db->ApplyReplicated(w.get(), WriteRecord{t->id(), key, v}, epoch, ts);
   };
@@ -346,25 +340,25 @@ TEST(PatchUpdates, ReplayAppliesAPatchOnlyToTheVersionItWasMadeAgainst) {
   // nothing changes.
   EXPECT_EQ(apply("absent", 2, 20, 21, patch).code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(value_of("absent").substr(0, 1), "<");
-  ASSERT_TRUE(put("k", Row('z', 9), 2, 10).ok());
+  ASSERT_TRUE(put("k", testing::Row('z', 9), 2, 10).ok());
   EXPECT_EQ(apply("k", 2, 20, 21, patch).code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(value_of("k"), Row('z', 9));
+  EXPECT_EQ(value_of("k"), testing::Row('z', 9));
   ASSERT_TRUE(put("old", base, 1, 500).ok());
   EXPECT_EQ(apply("old", 2, 20, 21, patch).code(), StatusCode::kFailedPrecondition) << "an earlier epoch is below";
   // A malformed patch is refused before anything is looked up.
   EXPECT_EQ(apply("k", 2, 10, 22, "\x01\x00").code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(value_of("k"), Row('z', 9));
+  EXPECT_EQ(value_of("k"), testing::Row('z', 9));
   // On its base, it applies; an older patch is skipped (last writer wins).
   ASSERT_TRUE(put("k", base, 2, 20).ok());
   EXPECT_TRUE(apply("k", 2, 20, 21, patch).ok());
-  EXPECT_EQ(value_of("k"), Row('a', 2));
+  EXPECT_EQ(value_of("k"), testing::Row('a', 2));
   EXPECT_TRUE(apply("k", 2, 3, 5, patch).ok());
-  EXPECT_EQ(value_of("k"), Row('a', 2));
+  EXPECT_EQ(value_of("k"), testing::Row('a', 2));
   // A state transfer installs the base under the snapshot's key, above the
   // base's own and below the patch: it applies there too.
   ASSERT_TRUE(put("s", base, 2, 30).ok());
   EXPECT_TRUE(apply("s", 2, 25, 31, patch).ok());
-  EXPECT_EQ(value_of("s"), Row('a', 2));
+  EXPECT_EQ(value_of("s"), testing::Row('a', 2));
 }
 
 }  // namespace

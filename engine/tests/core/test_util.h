@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -57,6 +58,14 @@ inline std::string KeyU64(uint64_t x) {
     x >>= 8;
   }
   return k;
+}
+
+// A 120-byte row of `fill` with `counter` at byte 40: two rows that differ
+// in the counter make a short patch (Options::patch_updates).
+inline std::string Row(char fill, uint32_t counter) {
+  std::string r(120, fill);
+  std::memcpy(r.data() + 40, &counter, sizeof counter);
+  return r;
 }
 
 }  // namespace rolis::testing

@@ -37,8 +37,8 @@ class FutureWaiter final : public WatermarkWaiter {
 // hands the transaction to the replica.
 class PatchCountingHook final : public CommitHook {
  public:
-  void OnCommit(WorkerId worker, uint64_t ts, std::span<const WriteRecord> writes) override {
-    for (const WriteRecord& w : writes) {
+  void OnCommit(WorkerId worker, uint64_t ts, const CommittedWrites& writes) override {
+    for (const WriteRecord& w : writes.records()) {
       if (w.is_patch) patches.fetch_add(1, std::memory_order_relaxed);
     }
     next->OnCommit(worker, ts, writes);

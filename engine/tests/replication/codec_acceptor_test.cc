@@ -54,17 +54,15 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
 
 // Values of every length from 0 to 40 bytes and keys from 1 to 41 (the
 // encoder copies up to 16 bytes inline, three ways, longer ones with
-// memcpy) come back byte for byte, through the worker's AppendTxnAt.
+// memcpy) come back byte for byte.
 TEST(Codec, RoundTripsKeysAndValuesOfEveryShortLength) {
   std::string bytes;
   for (int i = 0; i < 41; i++) bytes.push_back(static_cast<char>('a' + i % 26 + (i / 26) * 0x20));
   std::string p;
-  size_t used = 0;
   for (uint32_t len = 0; len <= 40; len++) {
     WriteRecord w{len, std::string_view(bytes).substr(0, len + 1), std::string_view(bytes).substr(41 - len), false};
-    AppendTxnAt(&p, &used, 10 + len, std::span<const WriteRecord>(&w, 1));
+    AppendTxn(&p, 10 + len, std::span<const WriteRecord>(&w, 1));
   }
-  p.resize(used);
   std::vector<DecodedTxn> out;
   const Status s = DecodeTxns(p, 41, 50, &out);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -112,10 +110,10 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   EXPECT_NE(s.message().find("malformed patch"), std::string::npos) << s.ToString();
 }
 
-// The leader's stream writes into a reused buffer (AppendTxnAt): old bytes
-// past the batch are overwritten, and the batch cut to its length is what
-// AppendTxn builds from nothing, for transactions under and over its
-// 64 KiB scratch (copied past the caches, or encoded in place).
+// The leader's stream copies each encoded transaction into a reused buffer
+// (AppendTxnAt): old bytes past the batch are overwritten, and the batch
+// cut to its length is what AppendTxn builds from nothing, for small
+// transactions and one of 70 KB.
 TEST(Codec, AppendTxnAtOverAReusedBufferEqualsAppendTxn) {
   const std::string key(300, 'k'), big(70000, 'v');
   WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {3, key, "v", false}, {4, "big", big, false}};
@@ -128,7 +126,11 @@ TEST(Codec, AppendTxnAtOverAReusedBufferEqualsAppendTxn) {
     SCOPED_TRACE(garbage);
     std::string buf(garbage, '\xAB');
     size_t used = 0;
-    for (uint64_t ts = 1; ts <= 40; ts++) AppendTxnAt(&buf, &used, ts, txn(ts));
+    for (uint64_t ts = 1; ts <= 40; ts++) {
+      std::string one;
+      AppendTxn(&one, ts, txn(ts));
+      AppendTxnAt(&buf, &used, one);
+    }
     EXPECT_GE(buf.size(), used);
     buf.resize(used);
     EXPECT_EQ(buf, want);

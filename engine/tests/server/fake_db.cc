@@ -4,6 +4,8 @@
 #include <atomic>
 #include <optional>
 
+#include "rolis/txn_encoding.h"
+
 namespace rolis::testing {
 namespace {
 
@@ -217,7 +219,7 @@ class FakeTxn final : public Transaction {
       d->commits_++;
     }
     if (!records.empty() && d->options_.commit_hook != nullptr) {
-      d->options_.commit_hook->OnCommit(w_->id(), commit_ts_, records);
+      d->options_.commit_hook->OnCommit(w_->id(), commit_ts_, txn_encoding::RecordsView(commit_ts_, records));
     }
     End();
     return Status::OK();

@@ -19,7 +19,7 @@ class RoleReplicator final : public Replicator {
  public:
   Role role_ = Role::kFollower;
   std::string leader_ = "10.0.0.9:7070";
-  void OnCommit(WorkerId, uint64_t, std::span<const WriteRecord>) override {}
+  void OnCommit(WorkerId, uint64_t, const CommittedWrites&) override {}
   void RegisterStream(WorkerId, uint32_t) override {}
   Role role() const override { return role_; }
   uint64_t epoch() const override { return 7; }

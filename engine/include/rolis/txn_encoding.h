@@ -1,0 +1,109 @@
+// The encoding of one committed transaction in the replication log (a
+// batch's payload is a sequence of these):
+//   u64 ts | u32 writes | per write: u32 table | u8 flags (0 = put,
+//   1 = delete, 2 = patch) | [patch: u64 ts of the base version] |
+//   u32 key length | key | u32 value length | value (a patch: its runs,
+//   rolis/value_patch.h)
+// little endian (x86-64's own order). The engine writes it on the commit
+// path (CommittedWrites::encoded) and the replication codec decodes it:
+// the format is defined here once, for both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "rolis/db.h"
+
+namespace rolis::txn_encoding {
+
+constexpr uint8_t kFlagPut = 0, kFlagDelete = 1, kFlagPatch = 2;
+
+constexpr size_t kTxnHeaderBytes = sizeof(uint64_t) + sizeof(uint32_t);
+
+// The bytes of one write with a key of klen and a value (or patch) of vlen.
+constexpr size_t WriteBytes(size_t klen, size_t vlen, bool is_patch) {
+  return 3 * sizeof(uint32_t) + 1 + klen + vlen + (is_patch ? sizeof(uint64_t) : 0);
+}
+
+// Copies len bytes, sizeof(Word) <= len <= 2 * sizeof(Word), as two
+// overlapping words: no loop, no call.
+template <typename Word>
+inline void CopyTwoWords(char* dst, const char* src, size_t len) {
+  Word head, tail;
+  std::memcpy(&head, src, sizeof head);
+  std::memcpy(&tail, src + len - sizeof tail, sizeof tail);
+  std::memcpy(dst, &head, sizeof head);
+  std::memcpy(dst + len - sizeof tail, &tail, sizeof tail);
+}
+
+// Copies len bytes; inline up to 16, as most keys and many values are: a
+// call to the library's memcpy per key and per value was a third of the
+// encoder's instructions for YCSB++'s 8-byte keys and values (callgrind,
+// docs/benchmarks.md).
+inline void CopyBytes(char* dst, const char* src, size_t len) {
+  if (len > 16) {
+    std::memcpy(dst, src, len);
+  } else if (len >= 8) {
+    CopyTwoWords<uint64_t>(dst, src, len);
+  } else if (len >= 4) {
+    CopyTwoWords<uint32_t>(dst, src, len);
+  } else {
+    for (size_t i = 0; i < len; i++) dst[i] = src[i];
+  }
+}
+
+template <typename T>
+inline char* PutScalar(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  return p + sizeof v;
+}
+
+// Writes the transaction's header at p; returns the end.
+inline char* PutTxnHeader(char* p, uint64_t ts, uint32_t writes) { return PutScalar(PutScalar(p, ts), writes); }
+
+// Writes one write at p (room for WriteBytes made by the caller); returns
+// the end. `value` is empty for a delete and the runs for a patch.
+inline char* PutWrite(char* p, TableId table, uint8_t flags, uint64_t base_ts, std::string_view key,
+                      std::string_view value) {
+  p = PutScalar(p, table);
+  p = PutScalar(p, flags);
+  if (flags == kFlagPatch) p = PutScalar(p, base_ts);
+  p = PutScalar(p, static_cast<uint32_t>(key.size()));
+  CopyBytes(p, key.data(), key.size());
+  p += key.size();
+  p = PutScalar(p, static_cast<uint32_t>(value.size()));
+  CopyBytes(p, value.data(), value.size());
+  return p + value.size();
+}
+
+inline uint8_t FlagsOf(const WriteRecord& w) {
+  return w.is_delete ? kFlagDelete : w.is_patch ? kFlagPatch : kFlagPut;
+}
+
+// The size of a transaction of these writes.
+size_t EncodedSize(std::span<const WriteRecord> writes);
+// Writes the transaction at p (EncodedSize bytes of room).
+void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes);
+// Appends the transaction to *out.
+void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes);
+
+// CommittedWrites over records a caller already has (a commit hook that
+// forwards, a test's fake engine): encoded() encodes them when asked.
+class RecordsView final : public CommittedWrites {
+ public:
+  RecordsView(uint64_t ts, std::span<const WriteRecord> records) : ts_(ts), records_(records) {}
+  size_t size() const override { return records_.size(); }
+  std::span<const WriteRecord> records() const override { return records_; }
+  std::string_view encoded() const override;
+
+ private:
+  uint64_t ts_;
+  std::span<const WriteRecord> records_;
+  mutable std::string encoded_;
+};
+
+}  // namespace rolis::txn_encoding
