@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include "rolis/value_patch.h"
-#include "stream_copy.h"
 
 namespace rolis::replication {
 namespace {
@@ -46,24 +45,6 @@ using txn_encoding::kFlagDelete;
 using txn_encoding::kFlagPatch;
 
 }  // namespace
-
-void AppendTxnAt(std::string* out, size_t* used, std::string_view txn) {
-  const size_t n = txn.size();
-  // resize zero-fills what it adds (0.5% of a TPC-C worker when every
-  // transaction grew the buffer): only the bytes past the buffer's old end
-  // are filled, a reused buffer's own bytes are just overwritten.
-  if (out->size() < *used + n) {
-    if (out->capacity() < *used + n) out->reserve(std::max(*used + n, 2 * out->capacity()));
-    out->resize(*used + n);
-  }
-  // The engine encoded it where this core's cache keeps it; it is copied
-  // past the caches: a batch's buffer comes back for reuse only after the
-  // retained log lets it go, cold by then, and writing it directly read
-  // each of its lines in and evicted the engine's own (a TPC-C worker ~5%
-  // slower than with a buffer that stays in cache).
-  CopyPastCaches(out->data() + *used, txn.data(), n);
-  *used += n;
-}
 
 namespace {
 

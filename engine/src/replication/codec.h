@@ -1,8 +1,8 @@
 // The transactions of a batch (Batch::payload): a sequence of transactions
 // in the encoding of rolis/txn_encoding.h, CRC32C checked. The leader
-// appends each on the commit path (no allocation once the buffer has
-// grown); replicas decode with every length checked, so a corrupt or
-// truncated payload is an error and applies nothing.
+// appends each on the commit path (stream_copy.h); replicas decode with
+// every length checked, so a corrupt or truncated payload is an error and
+// applies nothing.
 #pragma once
 
 #include <cstdint>
@@ -19,12 +19,6 @@
 namespace rolis::replication {
 
 using txn_encoding::AppendTxn;
-
-// Copies one encoded transaction to `*used` in `out` and advances `*used`;
-// `out` is longer than `*used` when it is a reused buffer (its old bytes
-// are overwritten, not zeroed first) and grows only by what does not fit.
-// The caller cuts it to `*used` when the batch closes.
-void AppendTxnAt(std::string* out, size_t* used, std::string_view txn);
 
 // One decoded transaction; its views point into the payload.
 struct DecodedTxn {

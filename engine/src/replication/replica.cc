@@ -10,6 +10,7 @@
 #include <set>
 
 #include "batch_buffers.h"
+#include "stream_copy.h"
 
 namespace rolis::replication {
 
@@ -79,9 +80,11 @@ struct Replica::PeerState {
 struct Replica::LStream {
   explicit LStream(size_t ring_capacity) : ring(ring_capacity) {}
   // Worker side: under the worker's mutex. buf holds the batch being
-  // filled in its first buf_used bytes (a reused buffer is longer).
+  // filled in its first buf_used bytes (a reused buffer is longer),
+  // written through writer.
   std::string buf;
   size_t buf_used = 0;
+  PastCacheWriter writer;
   uint32_t count = 0;
   uint64_t buf_last_ts = 0;
   uint64_t closed_ts = 0;  // key ts of the last batch closed in this epoch
@@ -351,7 +354,7 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, const CommittedWrites& writ
       WakeLoop();
     }
   }
-  AppendTxnAt(&s.buf, &s.buf_used, writes.encoded());
+  s.writer.Append(&s.buf, &s.buf_used, writes.encoded());
   s.count++;
   s.buf_last_ts = ts;
   // The loop closes a timed-out batch only when the worker's mutex is free;
@@ -389,6 +392,7 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
   b->last_ts = s.buf_last_ts;
   b->txn_count = s.count;
   const size_t cap = s.buf.capacity();
+  s.writer.Finish(&s.buf, s.buf_used);
   s.buf.resize(s.buf_used);  // shrinks: no fill, no copy
   b->payload = std::move(s.buf);  // checksummed by the loop, off the worker's path
   s.buf = s.buffers->Take(cap);
@@ -703,6 +707,7 @@ void Replica::OpenNow() {
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
     s.buf_used = 0;
+    s.writer.Reset();
     s.count = 0;
     s.closed_ts = 0;
     s.started = s.last_close = SteadyClock::now();

@@ -110,35 +110,6 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   EXPECT_NE(s.message().find("malformed patch"), std::string::npos) << s.ToString();
 }
 
-// The leader's stream copies each encoded transaction into a reused buffer
-// (AppendTxnAt): old bytes past the batch are overwritten, and the batch
-// cut to its length is what AppendTxn builds from nothing, for small
-// transactions and one of 70 KB.
-TEST(Codec, AppendTxnAtOverAReusedBufferEqualsAppendTxn) {
-  const std::string key(300, 'k'), big(70000, 'v');
-  WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {3, key, "v", false}, {4, "big", big, false}};
-  auto txn = [&a](uint64_t ts) {
-    return ts % 10 == 0 ? std::span<const WriteRecord>(a + 3, 1) : std::span<const WriteRecord>(a, 1 + ts % 3);
-  };
-  std::string want;
-  for (uint64_t ts = 1; ts <= 40; ts++) AppendTxn(&want, ts, txn(ts));
-  for (size_t garbage : {size_t{0}, size_t{7}, want.size() / 2, want.size() + 100}) {
-    SCOPED_TRACE(garbage);
-    std::string buf(garbage, '\xAB');
-    size_t used = 0;
-    for (uint64_t ts = 1; ts <= 40; ts++) {
-      std::string one;
-      AppendTxn(&one, ts, txn(ts));
-      AppendTxnAt(&buf, &used, one);
-    }
-    EXPECT_GE(buf.size(), used);
-    buf.resize(used);
-    EXPECT_EQ(buf, want);
-    std::vector<DecodedTxn> out;
-    EXPECT_TRUE(DecodeTxns(buf, 40, 40, &out).ok());
-  }
-}
-
 // DecodeBatch (follower replay's flat, reused form) reads what DecodeTxns
 // reads, rejects what it rejects, and is left empty by a failure.
 TEST(Codec, DecodeBatchMatchesDecodeTxnsAndIsReused) {
