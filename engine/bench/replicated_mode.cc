@@ -5,8 +5,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "cycle_clock.h"
@@ -28,27 +31,38 @@ namespace {
 
 constexpr uint32_t kLeaderId = 1;
 
-// Reserves n distinct loopback ports: free when it returns (a follower that
-// cannot bind one exits, and the election reports it).
+// The first port the kernel hands out for outgoing connections.
+int EphemeralLow() {
+  int low = 32768, high = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+// n distinct loopback ports that were free a moment ago, for the followers
+// to listen on. Taken below the kernel's range for outgoing connections:
+// a port from that range (bind to port 0) could be given, before the
+// follower bound it, to one of the members' connections to another ("cannot
+// listen on 127.0.0.1:34851", one run in a few hundred).
 Status FreePorts(size_t n, std::vector<int>* ports) {
-  std::vector<int> fds;
-  Status s;
-  for (size_t i = 0; i < n && s.ok(); i++) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int high = EphemeralLow(), low = std::max(1024, high - 16384);
+  std::mt19937 rng(static_cast<uint32_t>(getpid()) * 2654435761u ^ static_cast<uint32_t>(time(nullptr)));
+  for (int tries = 0; ports->size() < n && tries < 1000; tries++) {
+    const int port = low + static_cast<int>(rng() % static_cast<uint32_t>(high - low));
+    if (std::find(ports->begin(), ports->end(), port) != ports->end()) continue;
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      s = Status::Internal("cannot reserve a loopback port");
-    } else {
-      ports->push_back(ntohs(a.sin_port));
-    }
-    if (fd >= 0) fds.push_back(fd);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) ports->push_back(port);
+    close(fd);
   }
-  for (int fd : fds) close(fd);
-  return s;
+  if (ports->size() < n) return Status::Internal("cannot find free loopback ports below " + std::to_string(high));
+  return Status::OK();
 }
 
 // How many of this process's threads may run on one of cpus.
