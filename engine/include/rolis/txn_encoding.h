@@ -65,17 +65,22 @@ inline char* PutScalar(char* p, T v) {
 // Writes the transaction's header at p; returns the end.
 inline char* PutTxnHeader(char* p, uint64_t ts, uint32_t writes) { return PutScalar(PutScalar(p, ts), writes); }
 
-// Writes one write at p (room for WriteBytes made by the caller); returns
-// the end. `value` is empty for a delete and the runs for a patch.
-inline char* PutWrite(char* p, TableId table, uint8_t flags, uint64_t base_ts, std::string_view key,
-                      std::string_view value) {
+// Writes one write's frame up to its key at p; returns where its value's
+// length goes.
+inline char* PutWriteHead(char* p, TableId table, uint8_t flags, uint64_t base_ts, std::string_view key) {
   p = PutScalar(p, table);
   p = PutScalar(p, flags);
   if (flags == kFlagPatch) p = PutScalar(p, base_ts);
   p = PutScalar(p, static_cast<uint32_t>(key.size()));
   CopyBytes(p, key.data(), key.size());
-  p += key.size();
-  p = PutScalar(p, static_cast<uint32_t>(value.size()));
+  return p + key.size();
+}
+
+// Writes one write at p (room for WriteBytes made by the caller); returns
+// the end. `value` is empty for a delete and the runs for a patch.
+inline char* PutWrite(char* p, TableId table, uint8_t flags, uint64_t base_ts, std::string_view key,
+                      std::string_view value) {
+  p = PutScalar(PutWriteHead(p, table, flags, base_ts, key), static_cast<uint32_t>(value.size()));
   CopyBytes(p, value.data(), value.size());
   return p + value.size();
 }

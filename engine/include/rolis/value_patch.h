@@ -36,6 +36,10 @@ constexpr size_t PatchBudget(size_t len) {
 // at most kMaxPatchedValue) and returns true if they take at most
 // `max_bytes`; otherwise leaves *out as it was and returns false.
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out);
+// The same runs written at `out` (room for `max_bytes`), their size in
+// *written: the leader's commit path writes them straight into the
+// transaction's log encoding.
+bool WritePatch(std::string_view base, std::string_view value, size_t max_bytes, char* out, size_t* written);
 
 // The patch's runs are well formed (in order, non-empty, not overlapping,
 // none cut short). Says nothing of the value it applies to.

@@ -4,6 +4,7 @@
 
 #include "database_impl.h"
 #include "rolis/txn_encoding.h"
+#include "rolis/value_patch.h"
 
 namespace rolis::core {
 
@@ -17,6 +18,7 @@ std::span<const WriteRecord> CommitView::records() const {
   // Grown only: every field is set below, and a resize to each
   // transaction's size value-initialized the records a smaller one had dropped.
   if (hb.size() < n) hb.resize(n);
+  const auto& refs = w_->patch_refs_;
   for (size_t i = 0; i < n; ++i) {
     const WriteEntry& e = writes_[i];
     WriteRecord& wr = hb[i];
@@ -24,10 +26,11 @@ std::span<const WriteRecord> CommitView::records() const {
     wr.key = e.rec->key();
     wr.is_delete = e.kind == WriteKind::kDelete;
     wr.value = wr.is_delete ? std::string_view() : std::string_view(e.val, e.len);
-    if (const WorkerImpl::PatchRef* p = PatchOf(i)) {
+    if (i < refs.size() && refs[i].len > 0) {
+      // The runs sit in the encoding, made before the install.
       wr.is_patch = true;
-      wr.base_ts = p->base_ts;
-      wr.value = PatchBytes(*p);
+      wr.base_ts = refs[i].base_ts;
+      wr.value = std::string_view(w_->encoded_buf_).substr(refs[i].at, refs[i].len);
     } else {
       wr.is_patch = false;
       wr.base_ts = 0;
@@ -40,9 +43,16 @@ std::span<const WriteRecord> CommitView::records() const {
 // The same bytes as encoding records() (tests/core/commit_encoding_test.cc
 // checks it), without building them.
 std::string_view CommitView::encoded() const {
+  if (encoded_len_ == 0) encoded_len_ = Encode<false>(0);
+  return {w_->encoded_buf_.data(), encoded_len_};
+}
+
+void CommitView::EncodeWithPatches(uint64_t repl_epoch) { encoded_len_ = Encode<true>(repl_epoch); }
+
+template <bool kPatches>
+size_t CommitView::Encode(uint64_t repl_epoch) const {
   using namespace txn_encoding;
   std::string& out = w_->encoded_buf_;
-  if (encoded_len_ > 0) return {out.data(), encoded_len_};
   constexpr size_t kFirstSize = 4096;
   if (out.size() < kFirstSize) out.resize(kFirstSize);
   // Everything the loop reads is in locals: its stores go through a char*,
@@ -50,37 +60,50 @@ std::string_view CommitView::encoded() const {
   // the string's fields on every write.
   const WriteEntry* const entries = writes_.data();
   const size_t n = writes_.size();
-  const WorkerImpl::PatchRef* const refs = w_->patch_refs_.data();
-  const size_t with_refs = w_->patch_refs_.size();  // 0 when the commit made no patch
-  const char* const patch_bytes = w_->patch_buf_.data();
+  const uint64_t worker = w_->id();
+  constexpr uint64_t kWorkerMask = (uint64_t{1} << kWorkerIdBits) - 1;
   char* base = out.data();
   size_t room = out.size();
   size_t at = kTxnHeaderBytes;
   for (size_t i = 0; i < n; ++i) {
     const WriteEntry& e = entries[i];
     const std::string_view key = e.rec->key();
-    uint8_t flags = kFlagPut;
-    uint64_t base_ts = 0;
-    std::string_view value(e.val, e.len);
-    if (e.kind == WriteKind::kDelete) {
-      flags = kFlagDelete;
-      value = {};
-    } else if (i < with_refs && refs[i].len > 0) {
-      flags = kFlagPatch;
-      base_ts = refs[i].base_ts;
-      value = std::string_view(patch_bytes + refs[i].at, refs[i].len);
-    }
-    const size_t need = WriteBytes(key.size(), value.size(), flags == kFlagPatch);
+    const bool is_delete = e.kind == WriteKind::kDelete;
+    const std::string_view value = is_delete ? std::string_view() : std::string_view(e.val, e.len);
+    // A patch is never longer than the value it stands for.
+    const size_t need = WriteBytes(key.size(), value.size(), kPatches);
     if (room - at < need) {  // grown only, so rarely
       out.resize(std::max(2 * room, at + need));
       base = out.data();
       room = out.size();
     }
-    at = PutWrite(base + at, e.table->id(), flags, base_ts, key, value) - base;
+    if constexpr (kPatches) {
+      Record* r = e.rec;
+      const size_t budget = PatchBudget(e.len);
+      if (budget > 0 && !is_delete && !e.created && r->vlen == e.len && r->repl_epoch == repl_epoch &&
+          (r->ts & kWorkerMask) == worker && !(r->word.load(std::memory_order_relaxed) & tid::kAbsent)) {
+        // The write's frame, then the runs where its value goes; kept
+        // only if they fit the budget and say something (no runs: the
+        // value is unchanged, sent whole as a put).
+        char* p = PutWriteHead(base + at, e.table->id(), kFlagPatch, r->ts, key);
+        size_t runs = 0;
+        if (WritePatch(std::string_view(r->ValuePtrLocked(), r->vlen), value, budget, p + sizeof(uint32_t), &runs) &&
+            runs > 0) {
+          PutScalar(p, static_cast<uint32_t>(runs));
+          auto& refs = w_->patch_refs_;
+          if (refs.empty()) refs.assign(n, {});
+          const size_t runs_at = static_cast<size_t>(p - base) + sizeof(uint32_t);
+          refs[i] = {static_cast<uint32_t>(runs_at), static_cast<uint32_t>(runs), r->ts};
+          at = runs_at + runs;
+          continue;
+        }
+      }
+    }
+    const uint8_t flags = is_delete ? kFlagDelete : kFlagPut;
+    at = PutWrite(base + at, e.table->id(), flags, 0, key, value) - base;
   }
   PutTxnHeader(base, ts_, static_cast<uint32_t>(n));
-  encoded_len_ = at;
-  return {base, at};
+  return at;
 }
 
 }  // namespace rolis::core

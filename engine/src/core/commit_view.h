@@ -1,7 +1,9 @@
 // The CommittedWrites the engine hands its commit hook: the committed
-// transaction's write set (sorted, installed) and its patches
-// (Options::patch_updates), shown as records or encoded straight from the
-// write set, each built when first asked for, into the worker's scratch.
+// transaction's write set (sorted, installed), shown as records or encoded
+// straight from the write set into the worker's scratch, each built when
+// first asked for. With Options::patch_updates the encoding is made before
+// the install instead (EncodeWithPatches), while the values it replaces can
+// still be read.
 #pragma once
 
 #include <cstddef>
@@ -18,21 +20,28 @@ namespace rolis::core {
 
 class CommitView final : public CommittedWrites {
  public:
-  CommitView(WorkerImpl* w, const std::vector<WriteEntry>& writes, uint64_t ts) : w_(w), writes_(writes), ts_(ts) {}
+  // The worker's patch refs are this commit's from here on (none yet).
+  CommitView(WorkerImpl* w, const std::vector<WriteEntry>& writes, uint64_t ts) : w_(w), writes_(writes), ts_(ts) {
+    w_->patch_refs_.clear();
+  }
+
+  // Encodes the transaction now, under its write set's locks and before
+  // the install: an update of a value this worker wrote in this
+  // replication epoch goes as a patch against it (rolis/value_patch.h),
+  // its runs written straight into the encoding. Its followers replay the
+  // worker's stream in order, so they hold that value when the patch
+  // comes; any other writer's value may still be in flight on another
+  // stream.
+  void EncodeWithPatches(uint64_t repl_epoch);
 
   size_t size() const override { return writes_.size(); }
   std::span<const WriteRecord> records() const override;
   std::string_view encoded() const override;
 
  private:
-  // The patch made for write i, or nullptr when it goes whole.
-  const WorkerImpl::PatchRef* PatchOf(size_t i) const {
-    const auto& refs = w_->patch_refs_;
-    return i < refs.size() && refs[i].len > 0 ? &refs[i] : nullptr;
-  }
-  std::string_view PatchBytes(const WorkerImpl::PatchRef& p) const {
-    return std::string_view(w_->patch_buf_).substr(p.at, p.len);
-  }
+  // Encodes every write; with kPatches, those that qualify as patches.
+  template <bool kPatches>
+  size_t Encode(uint64_t repl_epoch) const;
 
   WorkerImpl* w_;
   const std::vector<WriteEntry>& writes_;

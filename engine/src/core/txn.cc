@@ -644,7 +644,9 @@ Status TxnImpl::Commit() {
   }
 
   // 4. Install and unlock (patches are made against the values replaced).
-  if (db_->options().commit_hook != nullptr && db_->options().patch_updates) MakePatches(repl_epoch);
+  CommitHook* const hook = db_->options().commit_hook;
+  CommitView view(w_, ws, ts);
+  if (hook != nullptr && db_->options().patch_updates) view.EncodeWithPatches(repl_epoch);
   const uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
   for (const WriteEntry& e : ws) {
     InstallAndUnlock(w_, e.table, e.rec, e.kind == WriteKind::kDelete, e.val, e.len, ts, epoch, repl_epoch,
@@ -653,47 +655,10 @@ Status TxnImpl::Commit() {
   slot.last_ts = ts;
   commit_ts_ = ts;
   state_ = State::kCommitted;
-  CallHook(ts);
+  if (hook != nullptr) hook->OnCommit(w_->id(), ts, view);
   Finish(State::kCommitted);
   Bump(slot.commits, 1);
   return Status::OK();
-}
-
-// Under the write set's locks, before the install: an update of a value
-// this worker wrote in this replication epoch goes to the hook as a patch
-// against it (Options::patch_updates). Its followers replay the worker's
-// stream in order, so they hold that value when the patch comes; any other
-// writer's value may still be in flight on another stream.
-void TxnImpl::MakePatches(uint64_t repl_epoch) {
-  auto& refs = w_->patch_refs_;
-  auto& buf = w_->patch_buf_;
-  const auto& ws = s_->writes;
-  // Sized at the first patch: most writes of small values never make one
-  // (YCSB++'s 8-byte values: filling refs for them was most of this pass).
-  refs.clear();
-  buf.clear();
-  constexpr uint64_t kWorkerMask = (uint64_t{1} << kWorkerIdBits) - 1;
-  for (size_t i = 0; i < ws.size(); ++i) {
-    const WriteEntry& e = ws[i];
-    Record* r = e.rec;
-    const size_t budget = PatchBudget(e.len);
-    if (budget == 0 || e.kind == WriteKind::kDelete || e.created || r->vlen != e.len ||
-        r->repl_epoch != repl_epoch || (r->ts & kWorkerMask) != w_->id() ||
-        (r->word.load(std::memory_order_relaxed) & tid::kAbsent)) {
-      continue;
-    }
-    const std::string_view base(r->ValuePtrLocked(), r->vlen);
-    const size_t at = buf.size();
-    if (!AppendPatch(base, std::string_view(e.val, e.len), budget, &buf)) continue;
-    if (refs.empty()) refs.assign(ws.size(), {});
-    refs[i] = {static_cast<uint32_t>(at), static_cast<uint32_t>(buf.size() - at), r->ts};
-  }
-}
-
-void TxnImpl::CallHook(uint64_t ts) {
-  CommitHook* hook = db_->options().commit_hook;
-  if (!hook) return;
-  hook->OnCommit(w_->id(), ts, CommitView(w_, s_->writes, ts));
 }
 
 void TxnImpl::Abort() {

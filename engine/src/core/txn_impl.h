@@ -83,8 +83,6 @@ class TxnImpl final : public Transaction {
   bool ValidateNodes() const;
   bool InSortedWriteSet(const Record* r) const;
   void UnlockWrites(size_t n);
-  void MakePatches(uint64_t repl_epoch);
-  void CallHook(uint64_t ts);
   Status AbortWith(const char* why);
   void Finish(State s);
 

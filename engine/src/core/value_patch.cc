@@ -23,10 +23,11 @@ uint16_t Load16(const char* p) {
 
 constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
 
-void PutRun(std::string* out, size_t at, const char* bytes, size_t len) {
+char* PutRun(char* out, size_t at, const char* bytes, size_t len) {
   const uint16_t h[2] = {static_cast<uint16_t>(at), static_cast<uint16_t>(len)};
-  out->append(reinterpret_cast<const char*>(h), sizeof h);  // x86-64: little endian
-  out->append(bytes, len);
+  std::memcpy(out, h, sizeof h);  // x86-64: little endian
+  std::memcpy(out + sizeof h, bytes, len);
+  return out + sizeof h + len;
 }
 
 // Calls fn(offset, bytes, length) for each run of a well-formed patch.
@@ -54,20 +55,18 @@ bool Equal64(const char* b, const char* v) {
 
 }  // namespace
 
-bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
+bool WritePatch(std::string_view base, std::string_view value, size_t max_bytes, char* out, size_t* written) {
   if (base.size() != value.size() || value.size() > kMaxPatchedValue) return false;
-  const size_t start = out->size();
   const size_t n = value.size();
   const char* b = base.data();
   const char* v = value.data();
-  // Appends the run [at, at + len) of the new value, unless the patch would
-  // then exceed its budget (the output is then cut back to where it was).
+  char* const start = out;
+  const char* const limit = out + max_bytes;
+  // Writes the run [at, at + len) of the new value, unless the patch would
+  // then exceed its budget.
   auto put_run = [&](size_t at, size_t len) {
-    if (out->size() - start + kRunHeader + len > max_bytes) {
-      out->resize(start);
-      return false;
-    }
-    PutRun(out, at, v + at, len);
+    if (static_cast<size_t>(limit - out) < kRunHeader + len) return false;
+    out = PutRun(out, at, v + at, len);
     return true;
   };
   // Runs of differing 8-byte words (merging across an equal word would
@@ -85,10 +84,21 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
     if (!put_run(i, j - i)) return false;
     i = j;
   }
-  if (words_end < n && std::memcmp(b + words_end, v + words_end, n - words_end) != 0) {
-    return put_run(words_end, n - words_end);
+  if (words_end < n && std::memcmp(b + words_end, v + words_end, n - words_end) != 0 &&
+      !put_run(words_end, n - words_end)) {
+    return false;
   }
+  *written = static_cast<size_t>(out - start);
   return true;
+}
+
+bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
+  const size_t start = out->size();
+  out->resize(start + max_bytes);
+  size_t written = 0;
+  const bool ok = WritePatch(base, value, max_bytes, out->data() + start, &written);
+  out->resize(ok ? start + written : start);
+  return ok;
 }
 
 bool PatchWellFormed(std::string_view patch) {

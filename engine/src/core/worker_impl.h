@@ -61,14 +61,13 @@ class WorkerImpl final : public Worker {
   std::vector<WriteRecord> hook_buf_;
   std::string encoded_buf_;
   // The commit's patches (Options::patch_updates): per write, where its
-  // runs sit in patch_buf_ (len 0: no patch) and the ts of the version
+  // runs sit in encoded_buf_ (len 0: no patch) and the ts of the version
   // they were made against; empty when the commit made none.
   struct PatchRef {
     uint32_t at = 0, len = 0;
     uint64_t base_ts = 0;
   };
   std::vector<PatchRef> patch_refs_;
-  std::string patch_buf_;
   std::deque<std::string> scan_bufs_;  // one per nesting level of Scan
   int scan_depth_ = 0;
 
