@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -136,26 +137,49 @@ func Binary() (string, error) {
 	return p, nil
 }
 
-// FreePorts reserves n distinct loopback ports. They are free when it
-// returns; a process that takes one first makes the start fail and Start
-// tries again with new ports.
+// FreePorts picks n distinct loopback ports that are free now. They come
+// from below the kernel's range for outgoing connections: a port from that
+// range (asked for as port 0) can be handed to some process's outgoing
+// connection, between this call and the member's bind, or while a killed
+// member is down and about to restart on its ports. A process that takes
+// one first anyway makes the start fail, and Start tries again with new
+// ports.
 func FreePorts(n int) ([]int, error) {
+	high := ephemeralLow()
+	low := max(1024, high-16384)
 	ports := make([]int, 0, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
+	seen := map[int]bool{}
+	for tries := 0; len(ports) < n && tries < 1000; tries++ {
+		p := low + rand.IntN(high-low)
+		if seen[p] {
+			continue
 		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			return nil, err
+			continue
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		l.Close()
+		seen[p] = true
+		ports = append(ports, p)
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("testserver: found %d of %d free loopback ports below %d", len(ports), n, high)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's range for outgoing
+// connections (Linux's default when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 1024 {
+				return v
+			}
+		}
+	}
+	return 32768
 }
 
 // Start starts the cluster and waits until every member is ready (unless
