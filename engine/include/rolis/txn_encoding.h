@@ -85,14 +85,6 @@ inline char* PutWrite(char* p, TableId table, uint8_t flags, uint64_t base_ts, s
   return p + value.size();
 }
 
-inline uint8_t FlagsOf(const WriteRecord& w) {
-  return w.is_delete ? kFlagDelete : w.is_patch ? kFlagPatch : kFlagPut;
-}
-
-// The size of a transaction of these writes.
-size_t EncodedSize(std::span<const WriteRecord> writes);
-// Writes the transaction at p (EncodedSize bytes of room).
-void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes);
 // Appends the transaction to *out.
 void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes);
 

@@ -1,6 +1,9 @@
 #include "rolis/txn_encoding.h"
 
 namespace rolis::txn_encoding {
+namespace {
+
+uint8_t FlagsOf(const WriteRecord& w) { return w.is_delete ? kFlagDelete : w.is_patch ? kFlagPatch : kFlagPut; }
 
 size_t EncodedSize(std::span<const WriteRecord> writes) {
   size_t n = kTxnHeaderBytes;
@@ -14,6 +17,8 @@ void EncodeAt(char* p, uint64_t ts, std::span<const WriteRecord> writes) {
     p = PutWrite(p, w.table, FlagsOf(w), w.base_ts, w.key, w.is_delete ? std::string_view() : w.value);
   }
 }
+
+}  // namespace
 
 void AppendTxn(std::string* out, uint64_t ts, std::span<const WriteRecord> writes) {
   const size_t at = out->size();
