@@ -8,6 +8,7 @@
 // than the worker's first encoding scratch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -35,10 +36,10 @@ class ComparingHook final : public CommitHook {
     if (records.size() != writes.size()) mismatches_++;
     if (encoded != writes.encoded()) mismatches_++;  // asked again: the same bytes
     txns_++;
+    max_bytes_ = std::max(max_bytes_, want.size());
     for (const WriteRecord& w : records) {
       patches_ += w.is_patch;
       deletes_ += w.is_delete;
-      max_bytes_ = std::max(max_bytes_, want.size());
     }
   }
   uint64_t txns_ = 0, mismatches_ = 0, patches_ = 0, deletes_ = 0;
