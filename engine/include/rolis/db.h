@@ -173,6 +173,15 @@ class Transaction {
                       const ScanVisitor& visit) = 0;
   // Upsert.
   virtual Status Put(Table* table, std::string_view key, std::string_view value) = 0;
+  // Overwrites bytes [offset, offset + bytes.size()) of the key's value as
+  // this transaction reads it and keeps the rest: a read-modify-write of a
+  // field. kNotFound if the key is absent; kInvalidArgument, with nothing
+  // written, if the range passes the value's end. The key counts as read
+  // (validated at commit). With Options::patch_updates the commit can log
+  // the update as a patch of the words it names, without comparing the
+  // whole value with the one it replaces. (The default implementation, for
+  // other Transaction types: Get, then Put.)
+  virtual Status Update(Table* table, std::string_view key, size_t offset, std::string_view bytes);
   // Fails with kAlreadyExists if the key is present (checked again at commit).
   virtual Status Insert(Table* table, std::string_view key, std::string_view value) = 0;
   // Fails with kNotFound if absent.
@@ -192,7 +201,15 @@ class Transaction {
   // to wait, before replying, until the commit watermark passes what it read.
   virtual uint64_t max_read_ts() const { return 0; }
 
+ protected:
+  // Update's range check: OK if [offset, offset + len) lies within a value
+  // of value_len bytes.
+  static Status CheckUpdateRange(size_t value_len, size_t offset, size_t len) {
+    return offset <= value_len && len <= value_len - offset ? Status::OK() : UpdateRangeError(value_len, offset, len);
+  }
+
  private:
+  static Status UpdateRangeError(size_t value_len, size_t offset, size_t len);
   std::forward_list<std::string> view_bufs_;  // the default GetView's copies (empty: no allocation)
 };
 

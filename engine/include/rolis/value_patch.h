@@ -41,6 +41,12 @@ bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes
 // transaction's log encoding.
 bool WritePatch(std::string_view base, std::string_view value, size_t max_bytes, char* out, size_t* written);
 
+// The patch of one run, value[from, to) (from < to <= value.size() <=
+// kMaxPatchedValue), written at `out` if it takes at most `max_bytes`
+// (its size in *written): an update that names the bytes it changed
+// (Transaction::Update) needs no comparison with its base.
+bool WriteRun(std::string_view value, size_t from, size_t to, size_t max_bytes, char* out, size_t* written);
+
 // The patch's runs are well formed (in order, non-empty, not overlapping,
 // none cut short). Says nothing of the value it applies to.
 bool PatchWellFormed(std::string_view patch);

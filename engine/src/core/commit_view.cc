@@ -86,8 +86,14 @@ size_t CommitView::Encode(uint64_t repl_epoch) const {
         // only if they fit the budget and say something (no runs: the
         // value is unchanged, sent whole as a put).
         char* p = PutWriteHead(base + at, e.table->id(), kFlagPatch, r->ts, key);
+        char* const runs_out = p + sizeof(uint32_t);
         size_t runs = 0;
-        if (WritePatch(std::string_view(r->ValuePtrLocked(), r->vlen), value, budget, p + sizeof(uint32_t), &runs) &&
+        // An Update named the words it changed: they are the patch. Else
+        // (or if they are too many) the runs come from comparing the values.
+        const bool named = e.changed_to != 0 &&
+                           WriteRun(value, size_t{e.changed_from} * 8, std::min<size_t>(size_t{e.changed_to} * 8, e.len),
+                                    budget, runs_out, &runs);
+        if ((named || WritePatch(std::string_view(r->ValuePtrLocked(), r->vlen), value, budget, runs_out, &runs)) &&
             runs > 0) {
           PutScalar(p, static_cast<uint32_t>(runs));
           auto& refs = w_->patch_refs_;

@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <cstring>
 #include <span>
+#include <type_traits>
 
 #include "alloc.h"
 #include "commit_view.h"
+#include "rolis/txn_encoding.h"
 #include "rolis/value_patch.h"
 #include "txn_impl.h"
 
@@ -341,7 +343,6 @@ Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
   }
   if (Status s = ReadSetFull(); !s.ok()) return s;
   Record* r = nullptr;
-  bool from_index = false;
   for (;;) {
     if (!r) {
       BTree::LookupResult lr = t->tree.Lookup(k);
@@ -350,11 +351,10 @@ Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
         return NotFoundStatus();
       }
       r = lr.rec;
-      from_index = true;
-      Remember(t, k, r);
     }
     if (!s_->writes.empty()) {
       if (WriteEntry* we = FindWrite(r)) {
+        Remember(t, k, r);
         if (we->kind == WriteKind::kDelete) return NotFoundStatus();
         sink.Stable(we->val, we->len);  // in our arena until the transaction ends
         return Status::OK();
@@ -362,15 +362,20 @@ Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
     }
     Observed o;
     if (!ReadLatest(r, sink, &o.word, &o.ts, &o.repl_epoch)) {
-      if (!from_index) {
-        doomed_ = true;  // an earlier read of this record can no longer validate
-        return Status::Aborted("record was reclaimed during the transaction");
-      }
+      // Unlinked since it was found (a hint's earlier read, if any, then
+      // fails validation): the key's record now is the index's.
       r = nullptr;
       continue;
     }
     AddRead(r, o);
-    return (o.word & tid::kAbsent) ? NotFoundStatus() : Status::OK();
+    const bool absent = o.word & tid::kAbsent;
+    // A value read into the arena is remembered for an Update of the key.
+    std::string_view read;
+    if constexpr (std::is_same_v<Sink, ViewSink>) {
+      if (!absent) read = *sink.out;
+    }
+    s_->recent.Remember(t->id(), k, r, read);
+    return absent ? NotFoundStatus() : Status::OK();
   }
 }
 
@@ -464,12 +469,60 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
       we->val = s_->arena.Copy(value);
       we->len = static_cast<uint32_t>(value.size());
       we->kind = WriteKind::kPut;
+      we->changed_to = 0;  // a whole new value
       return Status::OK();
     }
     if (Status s = WriteSetFull(); !s.ok()) return s;
   }
   Remember(t, k, r);
   AddWrite({r, t, s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut, created});
+  return Status::OK();
+}
+
+Status TxnImpl::Update(Table* table, std::string_view key, size_t offset, std::string_view bytes) {
+  TableImpl* t;
+  if (Status s = CheckWrite(table, key, &t); !s.ok()) return s;
+  // The value to change: this transaction's own write of the key, else
+  // the value it read through GetView (validated at commit: outside the
+  // range the value written is the version it replaces). A key it has not
+  // read that way is read now, and written by Put: its update is then
+  // compared with its base like any Put's.
+  const KeyRef k(key);
+  std::string_view current;
+  Record* r = s_->recent.FindAt(RecentKeys::SlotOf(t->id(), k), t->id(), k, &current);
+  WriteEntry* we = r != nullptr && !s_->writes.empty() ? FindWrite(r) : nullptr;
+  if (we != nullptr) {
+    if (we->kind == WriteKind::kDelete) return NotFoundStatus();
+    current = std::string_view(we->val, we->len);
+  } else if (r == nullptr || current.data() == nullptr) {
+    return Transaction::Update(table, key, offset, bytes);
+  }
+  if (Status s = CheckUpdateRange(current.size(), offset, bytes.size()); !s.ok()) return s;
+  if (bytes.empty()) return Status::OK();
+  char* value = s_->arena.CopyMutable(current);
+  txn_encoding::CopyBytes(value + offset, bytes.data(), bytes.size());  // mostly a field or two: inline
+  // The 8-byte words the update changed, if they fit the entry's fields.
+  const size_t from = offset / 8, to = (offset + bytes.size() + 7) / 8;
+  const bool known = to <= UINT8_MAX;
+  if (we != nullptr) {
+    we->val = value;
+    // Known only while every write of this transaction to the key was an
+    // Update: after a Put or an Insert the base is not what it read.
+    if (known && we->changed_to != 0) {
+      we->changed_from = static_cast<uint8_t>(std::min<size_t>(we->changed_from, from));
+      we->changed_to = static_cast<uint8_t>(std::max<size_t>(we->changed_to, to));
+    } else {
+      we->changed_to = 0;
+    }
+    return Status::OK();
+  }
+  if (Status s = WriteSetFull(); !s.ok()) return s;
+  WriteEntry e{r, t, value, static_cast<uint32_t>(current.size()), WriteKind::kPut, false};
+  if (known) {
+    e.changed_from = static_cast<uint8_t>(from);
+    e.changed_to = static_cast<uint8_t>(to);
+  }
+  AddWrite(e);
   return Status::OK();
 }
 
@@ -491,6 +544,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
         we->val = s_->arena.Copy(value);
         we->len = static_cast<uint32_t>(value.size());
         we->kind = WriteKind::kPut;
+        we->changed_to = 0;
         return Status::OK();
       }
       if (Status s = ReadSetFull(); !s.ok()) return s;
@@ -540,6 +594,7 @@ Status TxnImpl::Delete(Table* table, std::string_view key) {
       we->kind = WriteKind::kDelete;
       we->val = "";
       we->len = 0;
+      we->changed_to = 0;
       return Status::OK();
     }
     if (Status s = ReadSetFull(); !s.ok()) return s;

@@ -32,6 +32,7 @@ class TxnImpl final : public Transaction {
   Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
               const ScanVisitor& visit) override;
   Status Put(Table* table, std::string_view key, std::string_view value) override;
+  Status Update(Table* table, std::string_view key, size_t offset, std::string_view bytes) override;
   Status Insert(Table* table, std::string_view key, std::string_view value) override;
   Status Delete(Table* table, std::string_view key) override;
   Status Commit() override;

@@ -6,7 +6,7 @@ namespace rolis::core {
 
 // ---------------------------------------------------------------- Arena
 
-const char* Arena::CopySlow(std::string_view s) {
+char* Arena::CopySlow(std::string_view s) {
   if (s.size() > kBlock / 4) {
     big_.emplace_back(new char[s.size()]);
     std::memcpy(big_.back().get(), s.data(), s.size());

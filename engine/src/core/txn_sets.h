@@ -31,7 +31,12 @@ struct WriteEntry {
   uint32_t len;
   WriteKind kind;
   bool created;  // this transaction inserted the placeholder record
+  // Only Update sets these: the value differs from the version it read
+  // only in the 8-byte words [changed_from, changed_to), so a patch is
+  // those words and no diff is needed. changed_to == 0: not known.
+  uint8_t changed_from = 0, changed_to = 0;
 };
+static_assert(sizeof(WriteEntry) == 32, "the write set is sorted and scanned: keep an entry in half a line");
 
 struct NodeEntry {
   Leaf* leaf;
@@ -44,6 +49,10 @@ class Arena {
  public:
   const char* Copy(std::string_view s) {
     if (s.empty()) return "";
+    return CopyMutable(s);
+  }
+  // A copy the caller may still change (s not empty).
+  char* CopyMutable(std::string_view s) {
     if (__builtin_expect(s.size() <= kBlock / 4 && !blocks_.empty() && used_ + s.size() <= kBlock, 1)) {
       char* p = blocks_[block_].get() + used_;
       std::memcpy(p, s.data(), s.size());
@@ -55,7 +64,7 @@ class Arena {
   void Reset();
 
  private:
-  const char* CopySlow(std::string_view s);
+  char* CopySlow(std::string_view s);
   static constexpr size_t kBlock = 64 * 1024;
   std::vector<std::unique_ptr<char[]>> blocks_;
   size_t block_ = 0, used_ = 0;
@@ -86,9 +95,10 @@ class WriteIndex {
 
 // Keys this transaction resolved to records, so that a read-modify-write
 // (Get then Put of one key) finds its record without descending the index
-// again. Direct-mapped on a hash of (table, first 16 key bytes, length): one
-// probe per lookup, no clearing between transactions (entries carry the
-// transaction's generation). A miss is only a lost shortcut.
+// again, and an Update finds the value the transaction read. Direct-mapped
+// on a hash of (table, first 16 key bytes, length): one probe per lookup,
+// no clearing between transactions (entries carry the transaction's
+// generation). A miss is only a lost shortcut.
 class RecentKeys {
  public:
   // Forgets every entry (a new transaction).
@@ -98,31 +108,40 @@ class RecentKeys {
       gen_ = 1;
     }
   }
-  Record* Find(uint32_t table, const KeyRef& k) const {
-    const Slot& e = slots_[SlotOf(table, k)];
+  static uint32_t SlotOf(uint32_t table, const KeyRef& k) {
+    uint64_t h = (k.s0 ^ (k.s1 * 0x9e3779b97f4a7c15ull) ^ (uint64_t{table} << 40) ^ k.len) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<uint32_t>(h >> 59);  // top 5 bits: kSlots = 32
+  }
+  Record* Find(uint32_t table, const KeyRef& k) const { return FindAt(SlotOf(table, k), table, k, nullptr); }
+  // The record of k from slot `at` (SlotOf), and in *read (if asked) the
+  // value this transaction last read from it through GetView (empty if none:
+  // not read, read absent, or read another way).
+  Record* FindAt(uint32_t at, uint32_t table, const KeyRef& k, std::string_view* read) const {
+    const Slot& e = slots_[at];
     if (e.gen != gen_ || e.s0 != k.s0 || e.s1 != k.s1 || e.len != k.len || e.table != table) return nullptr;
     if (k.len > kInlineKeyBytes &&
         std::memcmp(e.rec->key_data() + kInlineKeyBytes, k.data + kInlineKeyBytes, k.len - kInlineKeyBytes) != 0) {
       return nullptr;
     }
+    if (read) *read = std::string_view(e.read, e.read_len);
     return e.rec;
   }
-  void Remember(uint32_t table, const KeyRef& k, Record* r) {
-    slots_[SlotOf(table, k)] = {k.s0, k.s1, k.len, table, gen_, r};
+  // `read`: the value this transaction read from r through GetView, if it
+  // did (the arena's: kept until the transaction ends).
+  void Remember(uint32_t table, const KeyRef& k, Record* r, std::string_view read = {}) {
+    slots_[SlotOf(table, k)] = {k.s0, k.s1, k.len, table, gen_, static_cast<uint32_t>(read.size()), r, read.data()};
   }
 
  private:
   static constexpr uint32_t kSlots = 32;
-  static uint32_t SlotOf(uint32_t table, const KeyRef& k) {
-    uint64_t h = (k.s0 ^ (k.s1 * 0x9e3779b97f4a7c15ull) ^ (uint64_t{table} << 40) ^ k.len) * 0xbf58476d1ce4e5b9ull;
-    return static_cast<uint32_t>(h >> 59);  // top 5 bits: kSlots = 32
-  }
   struct Slot {
     uint64_t s0, s1;
     uint32_t len;
     uint32_t table;
     uint32_t gen;
+    uint32_t read_len;
     Record* rec;
+    const char* read;
   };
   Slot slots_[kSlots] = {};
   uint32_t gen_ = 1;

@@ -92,6 +92,14 @@ bool WritePatch(std::string_view base, std::string_view value, size_t max_bytes,
   return true;
 }
 
+bool WriteRun(std::string_view value, size_t from, size_t to, size_t max_bytes, char* out, size_t* written) {
+  if (from >= to || to > value.size() || value.size() > kMaxPatchedValue || kRunHeader + (to - from) > max_bytes) {
+    return false;
+  }
+  *written = static_cast<size_t>(PutRun(out, from, value.data() + from, to - from) - out);
+  return true;
+}
+
 bool AppendPatch(std::string_view base, std::string_view value, size_t max_bytes, std::string* out) {
   const size_t start = out->size();
   out->resize(start + max_bytes);

@@ -4,7 +4,8 @@
 // encoded() is what followers replay, records() what the codec's encoder
 // (rolis/txn_encoding.h) turns into the same bytes. Covered: puts of every
 // short length (the encoder's inline copies), inserts, deletes, patches
-// (Options::patch_updates), keys up to the limit, and transactions larger
+// (Options::patch_updates; found by comparing, or named by an Update), keys
+// up to the limit, and transactions larger
 // than the worker's first encoding scratch.
 #include <gtest/gtest.h>
 
@@ -72,7 +73,12 @@ TEST(CommitEncoding, EncodedEqualsTheEncodingOfTheRecords) {
       if (kind == 0) {
         ASSERT_TRUE(txn->Put(t, key, std::string(rng() % 41, static_cast<char>('a' + j))).ok());
       } else if (kind == 1) {  // an update of a row this worker wrote: a patch
-        ASSERT_TRUE(txn->Put(u, key, testing::Row('r', i)).ok());
+        std::string_view row;
+        if (rng() % 2 == 0 && txn->GetView(u, key, &row).ok() && row.size() > 8) {
+          ASSERT_TRUE(txn->Update(u, key, rng() % (row.size() - 8), "upd").ok());  // the words it names
+        } else {
+          ASSERT_TRUE(txn->Put(u, key, testing::Row('r', i)).ok());
+        }
       } else if (kind == 2) {
         if (txn->Get(t, key, &v).ok()) ASSERT_TRUE(txn->Delete(t, key).ok());
       } else if (kind == 3) {

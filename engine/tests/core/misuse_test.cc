@@ -45,6 +45,7 @@ TEST_F(MisuseTest, NullTableIsInvalidArgument) {
   EXPECT_EQ(txn->Put(nullptr, "k", "x").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(txn->Insert(nullptr, "n", "x").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(txn->Delete(nullptr, "k").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(txn->Update(nullptr, "k", 0, "x").code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(txn->Scan(nullptr, "", "", 0, [](auto, auto) { return true; }).code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(txn->Commit().ok());
   ExpectUnchanged();
@@ -111,6 +112,7 @@ TEST_F(MisuseTest, EveryCallAfterCommitOrAbortIsFailedPrecondition) {
     EXPECT_EQ(txn->Put(t_, "k", "x").code(), StatusCode::kFailedPrecondition);
     EXPECT_EQ(txn->Insert(t_, "n", "x").code(), StatusCode::kFailedPrecondition);
     EXPECT_EQ(txn->Delete(t_, "k").code(), StatusCode::kFailedPrecondition);
+    EXPECT_EQ(txn->Update(t_, "k", 0, "x").code(), StatusCode::kFailedPrecondition);
     EXPECT_EQ(txn->Scan(t_, "", "", 0, [](auto, auto) { return true; }).code(), StatusCode::kFailedPrecondition);
     EXPECT_EQ(txn->Commit().code(), StatusCode::kFailedPrecondition);
     txn->Abort();  // harmless
@@ -124,6 +126,7 @@ TEST_F(MisuseTest, WriteInReadOnlyTransactionIsFailedPrecondition) {
   EXPECT_EQ(ro->Put(t_, "k", "x").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(ro->Insert(t_, "n", "x").code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(ro->Delete(t_, "k").code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ro->Update(t_, "k", 0, "x").code(), StatusCode::kFailedPrecondition);
   std::string v;
   EXPECT_TRUE(ro->Get(t_, "k", &v).ok());
   EXPECT_TRUE(ro->Commit().ok());

@@ -164,14 +164,24 @@ std::unique_ptr<Database> OpenWithPatches(CommitHook* hook) {
   return Database::Open(o);
 }
 
-TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
+// A patching database in replication epoch 1 with table "t", and the last
+// write its hook saw.
+struct PatchingDb {
+  PatchingDb() { db->SetReplicationEpoch(1); }
+  const WriteRecord& last() const { return hook.txns.back().writes.at(0); }
   KeepingHook hook;
-  auto db = OpenWithPatches(&hook);
-  db->SetReplicationEpoch(1);
+  std::unique_ptr<Database> db = OpenWithPatches(&hook);
   Table* t = testing::MakeTable(db.get(), "t");
+};
+
+TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
+  PatchingDb p;
+  auto& db = p.db;
+  Table* t = p.t;
+  auto& hook = p.hook;
+  auto last = [&] { return p.last(); };
   auto w1 = db->RegisterWorker();
   auto w2 = db->RegisterWorker();
-  auto last = [&] { return hook.txns.back().writes.at(0); };
 
   ASSERT_TRUE(testing::PutOne(w1.get(), t, "k", testing::Row('a', 1)).ok());
   EXPECT_FALSE(last().is_patch) << "an insert";
@@ -211,12 +221,10 @@ TEST(PatchUpdates, ASmallValueIsSentWholeAndABudgetLeavesThePatchSmaller) {
     }
   }
 
-  KeepingHook hook;
-  auto db = OpenWithPatches(&hook);
-  db->SetReplicationEpoch(1);
-  Table* t = testing::MakeTable(db.get(), "t");
-  auto w = db->RegisterWorker();
-  auto last = [&] { return hook.txns.back().writes.at(0); };
+  PatchingDb p;
+  Table* t = p.t;
+  auto w = p.db->RegisterWorker();
+  auto last = [&] { return p.last(); };
   ASSERT_TRUE(testing::PutOne(w.get(), t, "k", std::string(8, 'a')).ok());
   ASSERT_TRUE(testing::PutOne(w.get(), t, "k", std::string(7, 'a') + "b").ok());
   EXPECT_FALSE(last().is_patch) << "an 8-byte value";
@@ -229,8 +237,89 @@ TEST(PatchUpdates, ASmallValueIsSentWholeAndABudgetLeavesThePatchSmaller) {
   EXPECT_EQ(last().value.size(), 12u);
 }
 
+// An Update of a value the transaction read (GetView) names the bytes it
+// changes: its patch is their 8-byte words, found without comparing the
+// values (so even bytes rewritten unchanged go as a run), unless they
+// exceed the budget or a Put replaced the value in the same transaction,
+// when the comparison decides as for a Put. So it does for an Update of a
+// key not read first.
+TEST(PatchUpdates, AnUpdateIsAPatchOfTheWordsItNames) {
+  PatchingDb p;
+  Table* t = p.t;
+  auto w = p.db->RegisterWorker();
+  auto last = [&] { return p.last(); };
+  auto update = [&](size_t offset, std::string_view bytes) {
+    return testing::RunRw(w.get(), [&](Transaction* txn) {
+      std::string_view read;
+      Status s = txn->GetView(t, "k", &read);
+      return s.ok() ? txn->Update(t, "k", offset, bytes) : s;
+    });
+  };
+  std::string row = testing::Row('a', 1);  // 120 bytes
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", row).ok());
+
+  ASSERT_TRUE(update(10, "xyz").ok());
+  row.replace(10, 3, "xyz");
+  ASSERT_TRUE(last().is_patch);
+  EXPECT_EQ(last().value, std::string("\x08\x00\x08\x00", 4) + row.substr(8, 8)) << "the word at 8, whole";
+
+  ASSERT_TRUE(update(20, row.substr(20, 9)).ok());
+  ASSERT_TRUE(last().is_patch) << "the same bytes: still the words named";
+  EXPECT_EQ(last().value, std::string("\x10\x00\x10\x00", 4) + row.substr(16, 16));
+  ASSERT_TRUE(testing::PutOne(w.get(), t, "k", row).ok());
+  EXPECT_FALSE(last().is_patch) << "a Put of the same row: no runs, sent whole";
+  ASSERT_TRUE(testing::RunRw(w.get(), [&](Transaction* txn) { return txn->Update(t, "k", 20, row.substr(20, 9)); }).ok());
+  EXPECT_FALSE(last().is_patch) << "an Update of a key not read first: compared, no runs";
+
+  // Two updates in one transaction: the words from the first to the last.
+  ASSERT_TRUE(testing::RunRw(w.get(), [&](Transaction* txn) {
+                std::string_view read;
+                Status s = txn->GetView(t, "k", &read);
+                if (s.ok()) s = txn->Update(t, "k", 40, "1");
+                return s.ok() ? txn->Update(t, "k", 60, "2") : s;
+              }).ok());
+  row[40] = '1';
+  row[60] = '2';
+  ASSERT_TRUE(last().is_patch);
+  EXPECT_EQ(last().value, std::string("\x28\x00\x18\x00", 4) + row.substr(40, 24));
+
+  // 120 bytes named, one changed: past the budget, so compared.
+  std::string changed = row;
+  changed[100] = '3';
+  ASSERT_TRUE(update(0, changed).ok());
+  row = changed;
+  ASSERT_TRUE(last().is_patch);
+  EXPECT_EQ(last().value, std::string("\x60\x00\x08\x00", 4) + row.substr(96, 8));
+
+  // Put, then Update, in one transaction: compared (a single changed word).
+  ASSERT_TRUE(testing::RunRw(w.get(), [&](Transaction* txn) {
+                Status s = txn->Put(t, "k", row);
+                return s.ok() ? txn->Update(t, "k", 0, "4") : s;
+              }).ok());
+  row[0] = '4';
+  ASSERT_TRUE(last().is_patch);
+  EXPECT_EQ(last().value, std::string("\x00\x00\x08\x00", 4) + row.substr(0, 8));
+  ASSERT_TRUE(testing::RunRw(w.get(), [&](Transaction* txn) {
+                Status s = txn->Put(t, "k", row);
+                return s.ok() ? txn->Update(t, "k", 64, row.substr(64, 8)) : s;
+              }).ok());
+  EXPECT_FALSE(last().is_patch) << "after a Put of the same row: no runs, sent whole";
+  // Update, then Put, in one transaction: the Put's value, compared.
+  changed = row;
+  changed[110] = '6';
+  ASSERT_TRUE(testing::RunRw(w.get(), [&](Transaction* txn) {
+                std::string_view read;
+                Status s = txn->GetView(t, "k", &read);
+                if (s.ok()) s = txn->Update(t, "k", 0, "5");
+                return s.ok() ? txn->Put(t, "k", changed) : s;
+              }).ok());
+  row = changed;
+  ASSERT_TRUE(last().is_patch);
+  EXPECT_EQ(last().value, std::string("\x68\x00\x08\x00", 4) + row.substr(104, 8));
+}
+
 // Several workers update shared rows (a few bytes each, so most updates
-// are patches); a follower replays each worker's transactions in order,
+// are patches; by Put, or by Update of the bytes changed); a follower replays each worker's transactions in order,
 // the workers' streams merged at random, and ends with the same store.
 TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
   KeepingHook hook;
@@ -247,11 +336,24 @@ TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
         Status s = testing::RunRw(w.get(), [&](Transaction* txn) {
           for (int j = 0; j < 2; ++j) {
             const std::string k = testing::KeyU64(rng() % kKeys);
-            std::string v;
-            Status g = txn->Get(t, k, &v);
+            // Read as a view: an Update of it names the words it changes.
+            std::string_view read;
+            Status g = txn->GetView(t, k, &read);
+            std::string v(read);
             if (g.IsNotFound() || v.size() != 120) v = testing::Row('0' + id, 0);
             else if (!g.ok()) return g;
-            v[rng() % v.size()] = static_cast<char>('a' + rng() % 26);
+            const size_t at = rng() % v.size();
+            const char c = static_cast<char>('a' + rng() % 26);
+            if (g.ok() && rng() % 2 == 0) {
+              // Bytes around the change, some of them rewritten unchanged.
+              const size_t from = at - std::min<size_t>(at, rng() % 12);
+              v[at] = c;
+              if (Status u = txn->Update(t, k, from, std::string_view(v).substr(from, 1 + rng() % 24)); !u.ok()) {
+                return u;
+              }
+              continue;
+            }
+            v[at] = c;
             if (rng() % 50 == 0) v = RandomBytes(rng, 120);  // a full rewrite now and then
             if (Status p = txn->Put(t, k, v); !p.ok()) return p;
           }

@@ -1,6 +1,6 @@
 // Basic transaction semantics: reads see own writes, Put upserts, Insert and
-// Delete check presence, aborts leave nothing behind, snapshots see
-// committed data.
+// Delete check presence, Update overwrites a range of what it reads, aborts
+// leave nothing behind, snapshots see committed data.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -76,6 +76,73 @@ TEST_F(TxnSemanticsTest, PutUpsertsInsertRejectsPresentDeleteRejectsAbsent) {
     ASSERT_TRUE(txn->Commit().ok());
   }
   EXPECT_EQ(Read("k"), "v3");
+}
+
+TEST_F(TxnSemanticsTest, UpdateOverwritesARangeOfTheValueItReads) {
+  ASSERT_TRUE(testing::PutOne(w_.get(), t_, "k", "abcdefghij").ok());
+  {
+    auto txn = w_->Begin();
+    ASSERT_TRUE(txn->Update(t_, "k", 2, "XY").ok());
+    std::string v;
+    ASSERT_TRUE(txn->Get(t_, "k", &v).ok());
+    EXPECT_EQ(v, "abXYefghij") << "reads see the update";
+    ASSERT_TRUE(txn->Update(t_, "k", 8, "Z").ok());
+    ASSERT_TRUE(txn->Update(t_, "k", 0, "").ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  EXPECT_EQ(Read("k"), "abXYefghZj");
+  {
+    // A Put replaces the value whole; an Update after it changes that value.
+    auto txn = w_->Begin();
+    ASSERT_TRUE(txn->Update(t_, "k", 0, "1").ok());
+    ASSERT_TRUE(txn->Put(t_, "k", "0123456789AB").ok());
+    ASSERT_TRUE(txn->Update(t_, "k", 10, "ab").ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  EXPECT_EQ(Read("k"), "0123456789ab");
+}
+
+TEST_F(TxnSemanticsTest, UpdateOfAnAbsentKeyOrPastTheValuesEndChangesNothing) {
+  ASSERT_TRUE(testing::PutOne(w_.get(), t_, "k", "abcd").ok());
+  auto txn = w_->Begin();
+  EXPECT_EQ(txn->Update(t_, "nope", 0, "x").code(), StatusCode::kNotFound);
+  Status s = txn->Update(t_, "k", 3, "xy");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.ToString().find("passes the end of the 4-byte value"), std::string::npos) << s.ToString();
+  EXPECT_EQ(txn->Update(t_, "k", 5, "").code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(txn->Update(t_, "k", SIZE_MAX, "x").code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(txn->Delete(t_, "k").ok());
+  EXPECT_EQ(txn->Update(t_, "k", 0, "x").code(), StatusCode::kNotFound) << "deleted by this transaction";
+  txn->Abort();
+  EXPECT_EQ(Read("k"), "abcd");
+  auto ro = w_->BeginReadOnly();
+  EXPECT_FALSE(ro->Update(t_, "k", 0, "x").ok()) << "a read-only transaction";
+}
+
+// Update reads the key: a concurrent commit to it aborts the transaction,
+// as it would a Get followed by a Put.
+TEST_F(TxnSemanticsTest, UpdateIsValidatedAsARead) {
+  ASSERT_TRUE(testing::PutOne(w_.get(), t_, "k", "aaaa").ok());
+  auto other = db_->RegisterWorker();
+  auto txn = w_->Begin();
+  ASSERT_TRUE(txn->Update(t_, "k", 0, "b").ok());
+  ASSERT_TRUE(testing::PutOne(other.get(), t_, "k", "cccc").ok());
+  EXPECT_EQ(txn->Commit().code(), StatusCode::kAborted);
+  EXPECT_EQ(Read("k"), "cccc");
+
+  // Read first: the update changes the value read, and that read validates.
+  txn = w_->Begin();
+  std::string_view seen;
+  ASSERT_TRUE(txn->GetView(t_, "k", &seen).ok());
+  ASSERT_TRUE(testing::PutOne(other.get(), t_, "k", "dddd").ok());
+  ASSERT_TRUE(txn->Update(t_, "k", 1, "e").ok());
+  EXPECT_EQ(txn->Commit().code(), StatusCode::kAborted);
+  EXPECT_EQ(Read("k"), "dddd");
+  txn = w_->Begin();
+  ASSERT_TRUE(txn->GetView(t_, "k", &seen).ok());
+  ASSERT_TRUE(txn->Update(t_, "k", 1, "e").ok());
+  ASSERT_TRUE(txn->Commit().ok());
+  EXPECT_EQ(Read("k"), "dedd");
 }
 
 TEST_F(TxnSemanticsTest, AbortedTransactionLeavesNoTrace) {
