@@ -362,8 +362,7 @@ Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
     }
     Observed o;
     if (!ReadLatest(r, sink, &o.word, &o.ts, &o.repl_epoch)) {
-      // Unlinked since it was found (a hint's earlier read, if any, then
-      // fails validation): the key's record now is the index's.
+      // Unlinked since the lookup found it: look the key up again.
       r = nullptr;
       continue;
     }
