@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "rolis/value_patch.h"
@@ -412,6 +413,107 @@ TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
                   }).ok());
     ASSERT_TRUE(ro->Commit().ok());
     EXPECT_EQ(got, want) << "merge " << merge;
+  }
+}
+
+// Random transactions of GetView, Get, Put, Update (in range and not),
+// Insert and Delete on a few keys, against a model: every call's status
+// and the committed values agree with it, a refused Update changes
+// nothing, and a follower replaying the hooked writes ends with the
+// leader's store.
+TEST(PatchUpdates, RandomMixesOfUpdatesAndOtherWritesAgreeWithAModelAndReplay) {
+  PatchingDb p;
+  auto w = p.db->RegisterWorker();
+  std::map<std::string, std::string> model;
+  std::mt19937_64 rng(11);
+  constexpr int kKeys = 6;
+  int updates = 0, refused = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto txn = w->Begin();
+    std::map<std::string, std::string> mine = model;
+    const int ops = 1 + static_cast<int>(rng() % 6);
+    for (int j = 0; j < ops; ++j) {
+      const std::string k = testing::KeyU64(rng() % kKeys);
+      const auto it = mine.find(k);
+      const bool present = it != mine.end();
+      // Often the length it has: a Put of it may then go as a patch.
+      const std::string value = RandomBytes(rng, present && rng() % 2 ? it->second.size() : 16 + rng() % 100);
+      switch (rng() % 6) {
+        case 0: {
+          std::string_view v;
+          Status s = txn->GetView(p.t, k, &v);
+          ASSERT_EQ(s.ok(), present) << s.ToString();
+          if (present) ASSERT_EQ(v, it->second);
+          break;
+        }
+        case 1: {
+          std::string v;
+          ASSERT_EQ(txn->Get(p.t, k, &v).ok(), present);
+          break;
+        }
+        case 2:
+          ASSERT_TRUE(txn->Put(p.t, k, value).ok());
+          mine[k] = value;
+          break;
+        case 3:
+        case 4: {
+          const size_t len = present ? it->second.size() : 0;
+          const size_t offset = rng() % (len + 8), n = rng() % 24;
+          std::string_view read;
+          if (rng() % 2 == 0) ASSERT_EQ(txn->GetView(p.t, k, &read).ok(), present);  // the words named
+          const std::string bytes = RandomBytes(rng, n);
+          Status s = txn->Update(p.t, k, offset, bytes);
+          if (!present) {
+            ASSERT_TRUE(s.IsNotFound()) << s.ToString();
+          } else if (offset + n > len) {
+            ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
+            refused++;
+          } else {
+            ASSERT_TRUE(s.ok()) << s.ToString();
+            it->second.replace(offset, n, bytes);
+            updates++;
+          }
+          break;
+        }
+        default:
+          if (present) {
+            ASSERT_TRUE(txn->Delete(p.t, k).ok());
+            mine.erase(k);
+          } else {
+            ASSERT_TRUE(txn->Insert(p.t, k, value).ok());
+            mine[k] = value;
+          }
+      }
+    }
+    ASSERT_TRUE(txn->Commit().ok());  // one worker: nothing conflicts
+    model = std::move(mine);
+  }
+  EXPECT_GT(updates, 500);
+  EXPECT_GT(refused, 50);
+  size_t patches = 0;
+  for (const Hooked& h : p.hook.txns) {
+    for (const WriteRecord& wr : h.writes) patches += wr.is_patch;
+  }
+  EXPECT_GT(patches, 300u);
+
+  auto follower = testing::OpenDb();
+  Table* ft = testing::MakeTable(follower.get(), "t");
+  auto fw = follower->RegisterWorker();
+  for (const Hooked& h : p.hook.txns) {
+    std::vector<ReplicatedWrite> rws;
+    for (const WriteRecord& wr : h.writes) rws.push_back({wr, 1, h.ts});
+    Status s = follower->ApplyReplicatedBatch(fw.get(), rws);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  for (auto [db, t, wk] : {std::tuple{p.db.get(), p.t, w.get()}, std::tuple{follower.get(), ft, fw.get()}}) {
+    testing::WaitForSnapshot(db, wk);
+    std::map<std::string, std::string> got;
+    auto ro = wk->BeginReadOnly();
+    ASSERT_TRUE(ro->Scan(t, "", "", 0, [&](std::string_view k, std::string_view v) {
+                    got[std::string(k)] = std::string(v);
+                    return true;
+                  }).ok());
+    EXPECT_EQ(got, model) << (db == follower.get() ? "the follower" : "the leader");
   }
 }
 
