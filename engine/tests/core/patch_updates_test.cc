@@ -15,7 +15,6 @@
 #include <random>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "rolis/value_patch.h"
@@ -174,6 +173,20 @@ struct PatchingDb {
   std::unique_ptr<Database> db = OpenWithPatches(&hook);
   Table* t = testing::MakeTable(db.get(), "t");
 };
+
+// Every key and value of table t, read at a snapshot that includes
+// everything w wrote or replayed.
+std::map<std::string, std::string> ReadAll(Database* db, Worker* w, Table* t) {
+  testing::WaitForSnapshot(db, w);
+  std::map<std::string, std::string> all;
+  auto ro = w->BeginReadOnly();
+  EXPECT_TRUE(ro->Scan(t, "", "", 0, [&](std::string_view k, std::string_view v) {
+                  all[std::string(k)] = std::string(v);
+                  return true;
+                }).ok());
+  EXPECT_TRUE(ro->Commit().ok());
+  return all;
+}
 
 TEST(PatchUpdates, OnlyAnUpdateOfTheWorkersOwnWriteInThisEpochIsAPatch) {
   PatchingDb p;
@@ -375,16 +388,7 @@ TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
   }
   EXPECT_GT(patches, writes / 3) << "most updates should go as patches";
 
-  std::map<std::string, std::string> want;
-  {
-    auto w = leader->RegisterWorker();
-    testing::WaitForSnapshot(leader.get(), w.get());
-    auto ro = w->BeginReadOnly();
-    ASSERT_TRUE(ro->Scan(t, "", "", 0, [&](std::string_view k, std::string_view v) {
-                    want[std::string(k)] = std::string(v);
-                    return true;
-                  }).ok());
-  }
+  const std::map<std::string, std::string> want = ReadAll(leader.get(), leader->RegisterWorker().get(), t);
   for (int merge = 0; merge < 3; ++merge) {
     auto follower = testing::OpenDb();
     Table* ft = testing::MakeTable(follower.get(), "t");
@@ -404,15 +408,7 @@ TEST(PatchUpdates, ReplayOfEachStreamInOrderRebuildsTheStoreWhateverTheMerge) {
       Status s = follower->ApplyReplicatedBatch(fw.get(), rws);
       ASSERT_TRUE(s.ok()) << s.ToString();
     }
-    testing::WaitForSnapshot(follower.get(), fw.get());
-    std::map<std::string, std::string> got;
-    auto ro = fw->BeginReadOnly();
-    ASSERT_TRUE(ro->Scan(ft, "", "", 0, [&](std::string_view k, std::string_view v) {
-                    got[std::string(k)] = std::string(v);
-                    return true;
-                  }).ok());
-    ASSERT_TRUE(ro->Commit().ok());
-    EXPECT_EQ(got, want) << "merge " << merge;
+    EXPECT_EQ(ReadAll(follower.get(), fw.get(), ft), want) << "merge " << merge;
   }
 }
 
@@ -505,16 +501,8 @@ TEST(PatchUpdates, RandomMixesOfUpdatesAndOtherWritesAgreeWithAModelAndReplay) {
     Status s = follower->ApplyReplicatedBatch(fw.get(), rws);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
-  for (auto [db, t, wk] : {std::tuple{p.db.get(), p.t, w.get()}, std::tuple{follower.get(), ft, fw.get()}}) {
-    testing::WaitForSnapshot(db, wk);
-    std::map<std::string, std::string> got;
-    auto ro = wk->BeginReadOnly();
-    ASSERT_TRUE(ro->Scan(t, "", "", 0, [&](std::string_view k, std::string_view v) {
-                    got[std::string(k)] = std::string(v);
-                    return true;
-                  }).ok());
-    EXPECT_EQ(got, model) << (db == follower.get() ? "the follower" : "the leader");
-  }
+  EXPECT_EQ(ReadAll(p.db.get(), w.get(), p.t), model) << "the leader";
+  EXPECT_EQ(ReadAll(follower.get(), fw.get(), ft), model) << "the follower";
 }
 
 TEST(PatchUpdates, ReplayAppliesAPatchOnlyToTheVersionItWasMadeAgainst) {
