@@ -488,7 +488,7 @@ Status TxnImpl::Update(Table* table, std::string_view key, size_t offset, std::s
   // compared with its base like any Put's.
   const KeyRef k(key);
   std::string_view current;
-  Record* r = s_->recent.FindAt(RecentKeys::SlotOf(t->id(), k), t->id(), k, &current);
+  Record* r = s_->recent.Find(t->id(), k, &current);
   WriteEntry* we = r != nullptr && !s_->writes.empty() ? FindWrite(r) : nullptr;
   if (we != nullptr) {
     if (we->kind == WriteKind::kDelete) return NotFoundStatus();

@@ -108,16 +108,11 @@ class RecentKeys {
       gen_ = 1;
     }
   }
-  static uint32_t SlotOf(uint32_t table, const KeyRef& k) {
-    uint64_t h = (k.s0 ^ (k.s1 * 0x9e3779b97f4a7c15ull) ^ (uint64_t{table} << 40) ^ k.len) * 0xbf58476d1ce4e5b9ull;
-    return static_cast<uint32_t>(h >> 59);  // top 5 bits: kSlots = 32
-  }
-  Record* Find(uint32_t table, const KeyRef& k) const { return FindAt(SlotOf(table, k), table, k, nullptr); }
-  // The record of k from slot `at` (SlotOf), and in *read (if asked) the
-  // value this transaction last read from it through GetView (empty if none:
-  // not read, read absent, or read another way).
-  Record* FindAt(uint32_t at, uint32_t table, const KeyRef& k, std::string_view* read) const {
-    const Slot& e = slots_[at];
+  // The record of k, and in *read (if asked) the value this transaction
+  // last read from it through GetView (empty if none: not read, read
+  // absent, or read another way).
+  Record* Find(uint32_t table, const KeyRef& k, std::string_view* read = nullptr) const {
+    const Slot& e = slots_[SlotOf(table, k)];
     if (e.gen != gen_ || e.s0 != k.s0 || e.s1 != k.s1 || e.len != k.len || e.table != table) return nullptr;
     if (k.len > kInlineKeyBytes &&
         std::memcmp(e.rec->key_data() + kInlineKeyBytes, k.data + kInlineKeyBytes, k.len - kInlineKeyBytes) != 0) {
@@ -134,6 +129,10 @@ class RecentKeys {
 
  private:
   static constexpr uint32_t kSlots = 32;
+  static uint32_t SlotOf(uint32_t table, const KeyRef& k) {
+    uint64_t h = (k.s0 ^ (k.s1 * 0x9e3779b97f4a7c15ull) ^ (uint64_t{table} << 40) ^ k.len) * 0xbf58476d1ce4e5b9ull;
+    return static_cast<uint32_t>(h >> 59);  // top 5 bits: kSlots = 32
+  }
   struct Slot {
     uint64_t s0, s1;
     uint32_t len;
