@@ -465,10 +465,7 @@ Status TxnImpl::Put(Table* table, std::string_view key, std::string_view value) 
   if (!r) return SetsHaveRoom(false);
   if (!created) {
     if (WriteEntry* we = FindWrite(r)) {
-      we->val = s_->arena.Copy(value);
-      we->len = static_cast<uint32_t>(value.size());
-      we->kind = WriteKind::kPut;
-      we->changed_to = 0;  // a whole new value
+      we->Replace(s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut);
       return Status::OK();
     }
     if (Status s = WriteSetFull(); !s.ok()) return s;
@@ -540,10 +537,7 @@ Status TxnImpl::Insert(Table* table, std::string_view key, std::string_view valu
       Remember(t, k, r);
       if (WriteEntry* we = FindWrite(r)) {
         if (we->kind != WriteKind::kDelete) return Status::AlreadyExists("key already exists");
-        we->val = s_->arena.Copy(value);
-        we->len = static_cast<uint32_t>(value.size());
-        we->kind = WriteKind::kPut;
-        we->changed_to = 0;
+        we->Replace(s_->arena.Copy(value), static_cast<uint32_t>(value.size()), WriteKind::kPut);
         return Status::OK();
       }
       if (Status s = ReadSetFull(); !s.ok()) return s;
@@ -590,10 +584,7 @@ Status TxnImpl::Delete(Table* table, std::string_view key) {
     }
     if (WriteEntry* we = FindWrite(r)) {
       if (we->kind == WriteKind::kDelete) return NotFoundStatus();
-      we->kind = WriteKind::kDelete;
-      we->val = "";
-      we->len = 0;
-      we->changed_to = 0;
+      we->Replace("", 0, WriteKind::kDelete);
       return Status::OK();
     }
     if (Status s = ReadSetFull(); !s.ok()) return s;

@@ -35,6 +35,15 @@ struct WriteEntry {
   // only in the 8-byte words [changed_from, changed_to), so a patch is
   // those words and no diff is needed. changed_to == 0: not known.
   uint8_t changed_from = 0, changed_to = 0;
+
+  // A whole new value (or a delete) for the key: what was read no longer
+  // bounds what changed.
+  void Replace(const char* v, uint32_t n, WriteKind k) {
+    val = v;
+    len = n;
+    kind = k;
+    changed_to = 0;
+  }
 };
 static_assert(sizeof(WriteEntry) == 32, "the write set is sorted and scanned: keep an entry in half a line");
 
