@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "rolis/copy_bytes.h"
 #include "rolis/db.h"
 
 namespace rolis::txn_encoding {
@@ -27,33 +28,6 @@ constexpr size_t kTxnHeaderBytes = sizeof(uint64_t) + sizeof(uint32_t);
 // The bytes of one write with a key of klen and a value (or patch) of vlen.
 constexpr size_t WriteBytes(size_t klen, size_t vlen, bool is_patch) {
   return 3 * sizeof(uint32_t) + 1 + klen + vlen + (is_patch ? sizeof(uint64_t) : 0);
-}
-
-// Copies len bytes, sizeof(Word) <= len <= 2 * sizeof(Word), as two
-// overlapping words: no loop, no call.
-template <typename Word>
-inline void CopyTwoWords(char* dst, const char* src, size_t len) {
-  Word head, tail;
-  std::memcpy(&head, src, sizeof head);
-  std::memcpy(&tail, src + len - sizeof tail, sizeof tail);
-  std::memcpy(dst, &head, sizeof head);
-  std::memcpy(dst + len - sizeof tail, &tail, sizeof tail);
-}
-
-// Copies len bytes; inline up to 16, as most keys and many values are: a
-// call to the library's memcpy per key and per value was a third of the
-// encoder's instructions for YCSB++'s 8-byte keys and values (callgrind,
-// docs/benchmarks.md).
-inline void CopyBytes(char* dst, const char* src, size_t len) {
-  if (len > 16) {
-    std::memcpy(dst, src, len);
-  } else if (len >= 8) {
-    CopyTwoWords<uint64_t>(dst, src, len);
-  } else if (len >= 4) {
-    CopyTwoWords<uint32_t>(dst, src, len);
-  } else {
-    for (size_t i = 0; i < len; i++) dst[i] = src[i];
-  }
 }
 
 template <typename T>
@@ -72,7 +46,7 @@ inline char* PutWriteHead(char* p, TableId table, uint8_t flags, uint64_t base_t
   p = PutScalar(p, flags);
   if (flags == kFlagPatch) p = PutScalar(p, base_ts);
   p = PutScalar(p, static_cast<uint32_t>(key.size()));
-  CopyBytes(p, key.data(), key.size());
+  rolis::CopyBytes(p, key.data(), key.size());
   return p + key.size();
 }
 
@@ -81,7 +55,7 @@ inline char* PutWriteHead(char* p, TableId table, uint8_t flags, uint64_t base_t
 inline char* PutWrite(char* p, TableId table, uint8_t flags, uint64_t base_ts, std::string_view key,
                       std::string_view value) {
   p = PutScalar(PutWriteHead(p, table, flags, base_ts, key), static_cast<uint32_t>(value.size()));
-  CopyBytes(p, value.data(), value.size());
+  rolis::CopyBytes(p, value.data(), value.size());
   return p + value.size();
 }
 

@@ -19,6 +19,7 @@ std::span<const WriteRecord> CommitView::records() const {
   // transaction's size value-initialized the records a smaller one had dropped.
   if (hb.size() < n) hb.resize(n);
   const auto& refs = w_->patch_refs_;
+  size_t next_ref = 0;  // refs are in write order
   for (size_t i = 0; i < n; ++i) {
     const WriteEntry& e = writes_[i];
     WriteRecord& wr = hb[i];
@@ -26,11 +27,12 @@ std::span<const WriteRecord> CommitView::records() const {
     wr.key = e.rec->key();
     wr.is_delete = e.kind == WriteKind::kDelete;
     wr.value = wr.is_delete ? std::string_view() : std::string_view(e.val, e.len);
-    if (i < refs.size() && refs[i].len > 0) {
+    if (next_ref < refs.size() && refs[next_ref].write == i) {
       // The runs sit in the encoding, made before the install.
+      const WorkerImpl::PatchRef& ref = refs[next_ref++];
       wr.is_patch = true;
-      wr.base_ts = refs[i].base_ts;
-      wr.value = std::string_view(w_->encoded_buf_).substr(refs[i].at, refs[i].len);
+      wr.base_ts = ref.base_ts;
+      wr.value = std::string_view(w_->encoded_buf_).substr(ref.at, ref.len);
     } else {
       wr.is_patch = false;
       wr.base_ts = 0;
@@ -96,10 +98,9 @@ size_t CommitView::Encode(uint64_t repl_epoch) const {
         if ((named || WritePatch(std::string_view(r->ValuePtrLocked(), r->vlen), value, budget, runs_out, &runs)) &&
             runs > 0) {
           PutScalar(p, static_cast<uint32_t>(runs));
-          auto& refs = w_->patch_refs_;
-          if (refs.empty()) refs.assign(n, {});
           const size_t runs_at = static_cast<size_t>(p - base) + sizeof(uint32_t);
-          refs[i] = {static_cast<uint32_t>(runs_at), static_cast<uint32_t>(runs), r->ts};
+          w_->patch_refs_.push_back(
+              {static_cast<uint32_t>(i), static_cast<uint32_t>(runs_at), static_cast<uint32_t>(runs), r->ts});
           at = runs_at + runs;
           continue;
         }

@@ -5,7 +5,7 @@
 
 #include "alloc.h"
 #include "commit_view.h"
-#include "rolis/txn_encoding.h"
+#include "rolis/copy_bytes.h"
 #include "rolis/value_patch.h"
 #include "txn_impl.h"
 
@@ -496,7 +496,7 @@ Status TxnImpl::Update(Table* table, std::string_view key, size_t offset, std::s
   if (Status s = CheckUpdateRange(current.size(), offset, bytes.size()); !s.ok()) return s;
   if (bytes.empty()) return Status::OK();
   char* value = s_->arena.CopyMutable(current);
-  txn_encoding::CopyBytes(value + offset, bytes.data(), bytes.size());  // mostly a field or two: inline
+  CopyBytes(value + offset, bytes.data(), bytes.size());  // mostly a field or two: inline
   // The 8-byte words the update changed, if they fit the entry's fields.
   const size_t from = offset / 8, to = (offset + bytes.size() + 7) / 8;
   const bool known = to <= UINT8_MAX;

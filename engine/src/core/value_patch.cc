@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "rolis/copy_bytes.h"
+
 namespace rolis {
 
 namespace {
@@ -26,7 +28,7 @@ constexpr size_t kRunHeader = 2 * sizeof(uint16_t);
 char* PutRun(char* out, size_t at, const char* bytes, size_t len) {
   const uint16_t h[2] = {static_cast<uint16_t>(at), static_cast<uint16_t>(len)};
   std::memcpy(out, h, sizeof h);  // x86-64: little endian
-  std::memcpy(out + sizeof h, bytes, len);
+  CopyBytes(out + sizeof h, bytes, len);  // a run is mostly a word or two
   return out + sizeof h + len;
 }
 
@@ -134,7 +136,7 @@ bool PatchFits(std::string_view patch, size_t len) {
 bool ApplyPatch(std::string_view patch, char* value, size_t len) {
   // Checked first, so that a patch that does not fit changes nothing.
   if (!PatchFits(patch, len)) return false;
-  ForEachRun(patch, [&](size_t off, const char* bytes, size_t n) { std::memcpy(value + off, bytes, n); });
+  ForEachRun(patch, [&](size_t off, const char* bytes, size_t n) { CopyBytes(value + off, bytes, n); });
   return true;
 }
 

@@ -60,12 +60,13 @@ class WorkerImpl final : public Worker {
   // a commit's writes as the hook asks for them (CommitView).
   std::vector<WriteRecord> hook_buf_;
   std::string encoded_buf_;
-  // The commit's patches (Options::patch_updates): per write, where its
-  // runs sit in encoded_buf_ (len 0: no patch) and the ts of the version
-  // they were made against; empty when the commit made none.
+  // The commit's patches (Options::patch_updates), in write order: which
+  // write each is, where its runs sit in encoded_buf_ and the ts of the
+  // version they were made against. Only the patched writes have one (a
+  // vector of every write, refilled per commit, was 0.1% of a TPC-C worker).
   struct PatchRef {
-    uint32_t at = 0, len = 0;
-    uint64_t base_ts = 0;
+    uint32_t write, at, len;
+    uint64_t base_ts;
   };
   std::vector<PatchRef> patch_refs_;
   std::deque<std::string> scan_bufs_;  // one per nesting level of Scan

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "rolis/copy_bytes.h"
+
 namespace rolis::replication {
 namespace {
 
@@ -22,7 +24,7 @@ inline void StreamLine(char* dst, const char* src) {
 }  // namespace
 
 void PastCacheWriter::Flush(std::string* out, size_t used) {
-  std::memcpy(out->data() + used - waiting_, line_, waiting_);
+  CopyBytes(out->data() + used - waiting_, line_, waiting_);
   waiting_ = 0;
 }
 
@@ -44,7 +46,7 @@ void PastCacheWriter::Append(std::string* out, size_t* used, std::string_view by
   char* const base = out->data();
   if (waiting_ > 0) {
     const size_t k = std::min(n, kLine - waiting_);
-    std::memcpy(line_ + waiting_, src, k);
+    CopyBytes(line_ + waiting_, src, k);
     waiting_ += k;
     src += k;
     n -= k;
@@ -56,13 +58,13 @@ void PastCacheWriter::Append(std::string* out, size_t* used, std::string_view by
     // A line that starts before the buffer (its first), or whose first
     // bytes were flushed: the rest of it in place, by plain stores.
     const size_t k = std::min(n, kLine - into_line);
-    std::memcpy(base + at, src, k);
+    CopyBytes(base + at, src, k);
     src += k;
     n -= k;
     at += k;
   }
   for (; n >= kLine; n -= kLine, at += kLine, src += kLine) StreamLine(base + at, src);
-  std::memcpy(line_, src, n);
+  CopyBytes(line_, src, n);
   waiting_ = n;
 }
 

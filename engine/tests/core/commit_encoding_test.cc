@@ -80,7 +80,9 @@ TEST(CommitEncoding, EncodedEqualsTheEncodingOfTheRecords) {
           ASSERT_TRUE(txn->Put(u, key, testing::Row('r', i)).ok());
         }
       } else if (kind == 2) {
-        if (txn->Get(t, key, &v).ok()) ASSERT_TRUE(txn->Delete(t, key).ok());
+        if (txn->Get(t, key, &v).ok()) {
+          ASSERT_TRUE(txn->Delete(t, key).ok());
+        }
       } else if (kind == 3) {
         ASSERT_TRUE(txn->Put(t, long_key.substr(0, 1 + rng() % long_key.size()), "long").ok());
       } else if (kind == 4 && i % 50 == 0) {

@@ -52,28 +52,30 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
 }
 
-// Values of every length from 0 to 40 bytes and keys from 1 to 41 (the
-// encoder copies up to 16 bytes inline, three ways, longer ones with
-// memcpy) come back byte for byte.
+// Values of every length from 0 to 100 bytes and keys from 1 to 101 (the
+// encoder copies up to 64 bytes inline, five ways by length, longer ones
+// with memcpy: rolis/copy_bytes.h) come back byte for byte.
 TEST(Codec, RoundTripsKeysAndValuesOfEveryShortLength) {
+  constexpr uint32_t kLongest = 100;
   std::string bytes;
-  for (int i = 0; i < 41; i++) bytes.push_back(static_cast<char>('a' + i % 26 + (i / 26) * 0x20));
+  for (uint32_t i = 0; i <= kLongest; i++) bytes.push_back(static_cast<char>('!' + i % 90));
   std::string p;
-  for (uint32_t len = 0; len <= 40; len++) {
-    WriteRecord w{len, std::string_view(bytes).substr(0, len + 1), std::string_view(bytes).substr(41 - len), false};
+  for (uint32_t len = 0; len <= kLongest; len++) {
+    WriteRecord w{len, std::string_view(bytes).substr(0, len + 1), std::string_view(bytes).substr(kLongest + 1 - len),
+                  false};
     AppendTxn(&p, 10 + len, std::span<const WriteRecord>(&w, 1));
   }
   std::vector<DecodedTxn> out;
-  const Status s = DecodeTxns(p, 41, 50, &out);
+  const Status s = DecodeTxns(p, kLongest + 1, 10 + kLongest, &out);
   ASSERT_TRUE(s.ok()) << s.ToString();
-  ASSERT_EQ(out.size(), 41u);
-  for (uint32_t len = 0; len <= 40; len++) {
+  ASSERT_EQ(out.size(), kLongest + 1);
+  for (uint32_t len = 0; len <= kLongest; len++) {
     const DecodedTxn& t = out[len];
     ASSERT_EQ(t.writes.size(), 1u) << len;
     EXPECT_EQ(t.ts, 10u + len);
     EXPECT_EQ(t.writes[0].table, len);
     EXPECT_EQ(t.writes[0].key, bytes.substr(0, len + 1)) << len;
-    EXPECT_EQ(t.writes[0].value, bytes.substr(41 - len)) << len;
+    EXPECT_EQ(t.writes[0].value, bytes.substr(kLongest + 1 - len)) << len;
   }
 }
 
