@@ -148,6 +148,12 @@ class Worker {
   virtual void Quiesce() = 0;
 };
 
+// A key of a table, for calls that name several.
+struct TableKey {
+  Table* table;
+  std::string_view key;
+};
+
 // Scan visitor: return false to stop early.
 using ScanVisitor = std::function<bool(std::string_view key, std::string_view value)>;
 
@@ -167,6 +173,16 @@ class Transaction {
     *value = buf;
     return s;
   }
+  // A hint: the transaction is about to read or write these keys. Looks
+  // them up together, so their index and record misses overlap instead of
+  // being paid one after another, and remembers the records found, so the
+  // Get, GetView, Put or Update of such a key that follows needs no index
+  // descent. Reads nothing (no read set entry, nothing validated at commit)
+  // and changes nothing; absent and invalid keys are skipped without an
+  // error. Worth it for a transaction that knows
+  // several of its keys before it reads the first (the default does
+  // nothing).
+  virtual void Prefetch(std::span<const TableKey> keys) {}
   // Forward scan of keys in [begin, end) (end empty = unbounded), at most
   // `limit` keys (0 = no limit). The range is validated at commit (phantoms).
   virtual Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,

@@ -307,6 +307,12 @@ class BTree {
   };
   static constexpr int kLookupGroup = 16;
   static void LookupGroup(GroupProbe* probes, int n);
+  // The same lookups for a transaction (Transaction::Prefetch), which reads
+  // each record's value next (btree_lookup_group_whole.cc). A step fetches
+  // the whole child node, as FindLeaf does, so a level costs one round trip
+  // and two passes over the group instead of two and three; the record's
+  // first two lines (header, start of the value) go into every cache level.
+  static void LookupGroupWhole(GroupProbe* probes, int n);
 
   // Receives leaf version changes made by this thread's inserts, so a
   // transaction can keep its own node set valid.

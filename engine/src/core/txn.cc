@@ -333,8 +333,11 @@ Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
   TableImpl* t;
   if (Status s = CheckTableAndKey(table, key, &t); !s.ok()) return s;
   KeyRef k(key);
+  // A record this transaction resolved before (Prefetch, an earlier read)
+  // needs no descent; txn_prefetch.cc says why it may be used.
+  Record* r = FindRecent(t, k);
   if (mode_ == Mode::kReadOnly) {
-    Record* r = t->tree.Lookup(k).rec;
+    if (!r) r = t->tree.Lookup(k).rec;
     if (!r) return NotFoundStatus();
     uint64_t ts = 0;
     bool present = ReadSnapshot(r, snap_, sink, &ts);
@@ -342,7 +345,6 @@ Status TxnImpl::GetWith(Table* table, std::string_view key, Sink& sink) {
     return present ? Status::OK() : NotFoundStatus();
   }
   if (Status s = ReadSetFull(); !s.ok()) return s;
-  Record* r = nullptr;
   for (;;) {
     if (!r) {
       BTree::LookupResult lr = t->tree.Lookup(k);

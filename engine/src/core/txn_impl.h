@@ -29,6 +29,7 @@ class TxnImpl final : public Transaction {
 
   Status Get(Table* table, std::string_view key, std::string* value) override;
   Status GetView(Table* table, std::string_view key, std::string_view* value) override;
+  void Prefetch(std::span<const TableKey> keys) override;  // txn_prefetch.cc
   Status Scan(Table* table, std::string_view begin, std::string_view end, size_t limit,
               const ScanVisitor& visit) override;
   Status Put(Table* table, std::string_view key, std::string_view value) override;

@@ -279,9 +279,26 @@ grpc::Status Node::ValidateExecute(const v1::ExecuteRequest& req, std::vector<Ta
   return grpc::Status::OK;
 }
 
+namespace {
+
+// A request names every key of its point ops up front: the engine looks
+// them up together before the first op runs (Transaction::Prefetch).
+void PrefetchPointOps(Transaction* txn, const v1::ExecuteRequest& req, const std::vector<Table*>& tables) {
+  if (req.ops_size() < 2) return;
+  thread_local std::vector<TableKey> keys;
+  keys.clear();
+  for (int i = 0; i < req.ops_size(); i++) {
+    if (req.ops(i).kind() != v1::Op::SCAN) keys.push_back({tables[static_cast<size_t>(i)], req.ops(i).key()});
+  }
+  txn->Prefetch(keys);
+}
+
+}  // namespace
+
 Status Node::RunOnce(Worker* worker, const v1::ExecuteRequest& req, const std::vector<Table*>& tables,
                      v1::ExecuteResponse* resp, bool* condition_failed, uint64_t* commit_ts, grpc::Status* final) {
   std::unique_ptr<Transaction> txn = worker->Begin();
+  PrefetchPointOps(txn.get(), req, tables);
   auto results = resp->mutable_results();
   results->Clear();
   size_t bytes = 0;

@@ -66,14 +66,22 @@ TxnOutcome Ycsbpp::RunOne(WorkerContext& ctx) {
   return ctx.rng.Percent(config_.read_only_percent) ? ReadOnly(ctx) : ReadModifyWrite(ctx);
 }
 
+void Ycsbpp::PrefetchKeys(Transaction& txn, const uint64_t* records, uint32_t ops,
+                          char (&keys)[kMaxOps][8]) const {
+  TableKey want[kMaxOps];
+  for (uint32_t i = 0; i < ops; ++i) want[i] = {table_, YcsbKey(records[i], keys[i])};
+  txn.Prefetch(std::span<const TableKey>(want, ops));
+}
+
 TxnOutcome Ycsbpp::ReadOnly(WorkerContext& ctx) {
   uint64_t records[kMaxOps];
   const uint32_t ops = PickRecords(ctx.rng, records);
   return RunTxn(ctx, kYcsbReadOnly, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
-    char key[8];
+    char keys[kMaxOps][8];
+    PrefetchKeys(txn, records, ops, keys);
     std::string_view value;
     for (uint32_t i = 0; i < ops; ++i) {
-      Status s = txn.GetView(table_, YcsbKey(records[i], key), &value);
+      Status s = txn.GetView(table_, std::string_view(keys[i], 8), &value);
       if (!s.ok()) return s;
     }
     return Status::OK();
@@ -84,18 +92,19 @@ TxnOutcome Ycsbpp::ReadModifyWrite(WorkerContext& ctx) {
   uint64_t records[kMaxOps];
   const uint32_t ops = PickRecords(ctx.rng, records);
   return RunTxn(ctx, kYcsbReadModifyWrite, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
-    char key[8];
+    char keys[kMaxOps][8];
+    PrefetchKeys(txn, records, ops, keys);
     uint64_t values[kMaxOps];
     std::string_view value;
     for (uint32_t i = 0; i < ops; ++i) {
-      Status s = txn.GetView(table_, YcsbKey(records[i], key), &value);
+      Status s = txn.GetView(table_, std::string_view(keys[i], 8), &value);
       if (!s.ok()) return s;
       values[i] = 0;
       std::memcpy(&values[i], value.data(), std::min<size_t>(value.size(), 8));
     }
     for (uint32_t i = 0; i < ops; ++i) {
       uint64_t v = values[i] + 1;  // the new value depends on the old one
-      Status s = txn.Put(table_, YcsbKey(records[i], key), std::string_view(reinterpret_cast<const char*>(&v), 8));
+      Status s = txn.Put(table_, std::string_view(keys[i], 8), std::string_view(reinterpret_cast<const char*>(&v), 8));
       if (!s.ok()) return s;
     }
     return Status::OK();

@@ -43,6 +43,9 @@ class Ycsbpp : public Workload {
  private:
   static constexpr uint32_t kMaxOps = 16;
   uint32_t PickRecords(Rng& rng, uint64_t (&records)[kMaxOps]) const;
+  // The keys of records[0..ops), one per row of `keys`, looked up together
+  // (Transaction::Prefetch): a transaction knows them all before its first read.
+  void PrefetchKeys(Transaction& txn, const uint64_t* records, uint32_t ops, char (&keys)[kMaxOps][8]) const;
   TxnOutcome ReadOnly(WorkerContext& ctx);
   TxnOutcome ReadModifyWrite(WorkerContext& ctx);
 
