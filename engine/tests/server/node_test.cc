@@ -279,26 +279,28 @@ TEST_F(NodeTest, UnknownAndExpiredTransactionsAreNotFound) {
   Open();
   EXPECT_EQ(TxnPut(12345, "a", "1").error_code(), StatusCode::NOT_FOUND);
 
+  // Timeouts are long against the sleeps: a shared VM can wake a sleeper
+  // hundreds of milliseconds late.
   // Expired, seen lazily by the next call.
-  uint64_t lazy = BeginTxn(false, 20);
+  uint64_t lazy = BeginTxn(false, 200);
   ASSERT_TRUE(TxnPut(lazy, "a", "1").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_EQ(TxnCommit(lazy).error_code(), StatusCode::NOT_FOUND);
   EXPECT_EQ(Read("a"), std::nullopt);
 
   // Expired, aborted and freed by the reaper.
-  uint64_t reaped = BeginTxn(false, 20);
+  uint64_t reaped = BeginTxn(false, 2000);
   ASSERT_TRUE(TxnPut(reaped, "b", "1").ok());
   EXPECT_EQ(node_->ReapExpired(Clock::now()), 0u);
-  EXPECT_EQ(node_->ReapExpired(Clock::now() + std::chrono::milliseconds(100)), 1u);
+  EXPECT_EQ(node_->ReapExpired(Clock::now() + std::chrono::milliseconds(5000)), 1u);
   EXPECT_EQ(node_->open_txns(), 0);
   EXPECT_EQ(TxnCommit(reaped).error_code(), StatusCode::NOT_FOUND);
   EXPECT_EQ(metrics_.aborts(AbortReason::kExpired), 2u);
 
   // Activity pushes the deadline.
-  uint64_t busy = BeginTxn(false, 200);
+  uint64_t busy = BeginTxn(false, 1000);
   for (int i = 0; i < 3; i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
     ASSERT_TRUE(TxnPut(busy, "c", "1").ok());
   }
   EXPECT_TRUE(TxnCommit(busy).ok());
