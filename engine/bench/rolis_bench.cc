@@ -10,6 +10,7 @@
 // process, two rolisd followers on loopback.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -38,6 +39,10 @@ int Fail(const char* what, const Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The replicated mode's leader writes to its followers' sockets (TLS
+  // included, through OpenSSL's own writes): a follower that is stopping
+  // must make a write fail, not kill the bench before it reports (as rolisd).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"rolis-bench: YCSB++ and TPC-C on the Rolis engine"};
   std::string workload_name = "ycsbpp";
   bench::DriverOptions driver;

@@ -308,7 +308,7 @@ class BTree {
   static constexpr int kLookupGroup = 16;
   static void LookupGroup(GroupProbe* probes, int n);
   // The same lookups for a transaction (Transaction::Prefetch), which reads
-  // each record's value next (btree_lookup_group_whole.cc). A step fetches
+  // each record's value next (also btree_lookup_group.cc). A step fetches
   // the whole child node, as FindLeaf does, so a level costs one round trip
   // and two passes over the group instead of two and three; the record's
   // first two lines (header, start of the value) go into every cache level.
@@ -379,6 +379,10 @@ class BTree {
     const SepKey* full;
   };
   Leaf* FindLeaf(const KeyRef& k, uint64_t* version) const;
+  // The start of a group walk (btree_lookup_group.cc): clears the probes'
+  // results, takes each key's root and its version, and lists the keys
+  // whose root was stable in live[]; returns how many.
+  static int StartGroup(GroupProbe* p, int n, const NodeBase** node, uint64_t* ver, int* live);
   // Puts (k, rec) at slot pos of a locked leaf of n < kLeafCap keys.
   static void InsertAtLocked(Leaf* leaf, int n, int pos, const KeyRef& k, Record* rec);
   // `append` means the key that caused the split sorts after every key in

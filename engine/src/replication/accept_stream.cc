@@ -29,7 +29,12 @@ class PlainSocket final : public ByteStream {
     std::memcpy(v, parts, sizeof(iovec) * n);
     int at = 0;
     while (at < n) {
-      ssize_t w = ::writev(fd_, v + at, n - at);
+      // MSG_NOSIGNAL: a peer that went away is an EPIPE here, not a SIGPIPE
+      // that kills a process which did not ignore it (rolis-bench, tests).
+      msghdr msg{};
+      msg.msg_iov = v + at;
+      msg.msg_iovlen = static_cast<size_t>(n - at);
+      ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) return false;
       size_t left = static_cast<size_t>(w);

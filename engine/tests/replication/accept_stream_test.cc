@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -320,6 +322,19 @@ TEST_F(AcceptStreamTls, UnreadableFilesAreAnErrorUpFront) {
   EXPECT_NE(error.find("--tls-cert"), std::string::npos) << error;
   EXPECT_FALSE(MakeTlsStreamSecurity({dir_ + "/member.pem", dir_ + "/stranger.key", dir_ + "/ca.pem"}, &out, &error));
   EXPECT_NE(error.find("--tls-key"), std::string::npos) << error;
+}
+
+// A peer that went away makes a write fail; it does not raise SIGPIPE,
+// which kills a process that does not ignore it (this test binary does not).
+TEST(AcceptStream, AWriteToAPeerThatClosedFailsWithoutSigpipe) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  std::unique_ptr<ByteStream> s = WrapSocket(fds[0]);
+  ::close(fds[1]);
+  const std::string data(1 << 16, 'x');
+  iovec part{const_cast<char*>(data.data()), data.size()};
+  EXPECT_FALSE(s->WriteAll(&part, 1));
+  EXPECT_FALSE(s->WriteAll(&part, 1));
 }
 
 }  // namespace
