@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -24,6 +25,8 @@ struct Variant {
   const char* name;
   GroupFn fn;
 };
+// Test names in ctest show the walk's name, not the parameter's bytes.
+void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 class BTreeLookupGroup : public ::testing::TestWithParam<Variant> {};
 
