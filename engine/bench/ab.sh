@@ -7,6 +7,7 @@
 #   [ROUNDS=5] engine/bench/ab.sh path/to/rolis-bench.base path/to/rolis-bench -- --workload=ycsbpp --seconds=5
 #   B_FLAGS=--snapshot-epochs=25 engine/bench/ab.sh bin/rolis-bench bin/rolis-bench -- --workload=ycsbpp
 set -euo pipefail
+. "$(dirname "$0")/bench_line.sh"
 rounds=${ROUNDS:-5}
 if [ $# -lt 2 ]; then
   echo "usage: ab.sh BIN_A BIN_B [-- rolis-bench flags]" >&2
@@ -30,7 +31,7 @@ for i in $(seq "$rounds"); do
     [ $side = B ] && bin=$b extra=${B_FLAGS:-}
     load=$(cut -d' ' -f1 /proc/loadavg)
     # shellcheck disable=SC2086 # extra is a list of flags
-    line=$("$bin" "$@" $extra | tail -n 1)
+    line=$(bench_line "$bin" "$@" $extra)
     echo "round $i $side (loadavg $load): $line" | cut -c1-300
     echo "$side $line" >>"$out"
   done

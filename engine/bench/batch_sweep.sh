@@ -15,6 +15,7 @@
 # Batch timeout: pass --batch-timeout=... among the flags (default 1ms; a
 # long one, e.g. 100ms, lets every batch fill to its size).
 set -euo pipefail
+. "$(dirname "$0")/bench_line.sh"
 bin=${BENCH:-$(dirname "$0")/../../bin/rolis-bench}
 sizes=${SIZES:-50 100 200 400 800 1600 3200}
 rate=${RATE:-0.8}
@@ -27,7 +28,7 @@ for a in "$@"; do [[ $a == --batch-timeout=* ]] || args+=("$a"); done
 for b in $sizes; do
   peaks=()
   for i in $(seq "$runs"); do
-    line=$("$bin" "$@" --replicas=3 --batch-size="$b" | tail -n 1)
+    line=$(bench_line "$bin" "$@" --replicas=3 --batch-size="$b")
     echo "$line" >>"$out"
     peaks+=("$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["throughput_tps"])' "$line")")
   done

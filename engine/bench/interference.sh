@@ -9,6 +9,7 @@
 # (docs/benchmarks.md, session of 2026-11-27 05:43 UTC).
 #   [ROUNDS=10] [BENCH=path/to/rolis-bench] engine/bench/interference.sh --workload=tpcc --threads=1 --seconds=4
 set -euo pipefail
+. "$(dirname "$0")/bench_line.sh"
 rounds=${ROUNDS:-10}
 bin=${BENCH:-$(dirname "$0")/../../bin/rolis-bench}
 out=$(mktemp)
@@ -19,7 +20,7 @@ for i in $(seq "$rounds"); do
   order=()
   for ((k = 0; k < ${#loads[@]}; k++)); do order+=("${loads[(i + k) % ${#loads[@]}]}"); done
   for load in "${order[@]}"; do
-    line=$("$bin" "$@" --replicas=1 --other-cpu-load="$load" | tail -n 1)
+    line=$(bench_line "$bin" "$@" --replicas=1 --other-cpu-load="$load")
     echo "round $i $load: $(echo "$line" | cut -c1-160)"
     echo "$i $load $line" >>"$out"
   done

@@ -4,6 +4,7 @@
 # p50 and p99. For docs/benchmarks.md on a shared machine.
 #   engine/bench/medians.sh [-n RUNS] [-b path/to/rolis-bench] -- --workload=ycsbpp --threads=1
 set -euo pipefail
+. "$(dirname "$0")/bench_line.sh"
 runs=3
 bin="$(dirname "$0")/../../bin/rolis-bench"
 while getopts "n:b:" opt; do
@@ -19,7 +20,7 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for i in $(seq "$runs"); do
   load=$(cut -d' ' -f1 /proc/loadavg)
-  line=$("$bin" "$@" | tail -n 1)
+  line=$(bench_line "$bin" "$@")
   echo "run $i (loadavg $load): $line"
   echo "$line" >>"$out"
 done

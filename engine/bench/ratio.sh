@@ -15,6 +15,7 @@
 # files pooled: engine/bench/ratio_summary.py FILE...
 #   [ROUNDS=3] [DECOMPOSE=1] [RAW=file] [BENCH=path/to/rolis-bench] engine/bench/ratio.sh --workload=ycsbpp --threads=1 --seconds=5
 set -euo pipefail
+. "$(dirname "$0")/bench_line.sh"
 rounds=${ROUNDS:-3}
 bin=${BENCH:-$(dirname "$0")/../../bin/rolis-bench}
 if [ -n "${RAW:-}" ]; then
@@ -44,7 +45,7 @@ for i in $(seq "$rounds"); do
   for side in "${order[@]}"; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     # shellcheck disable=SC2046
-    line=$("$bin" "$@" $(flags_of "$side") | tail -n 1)
+    line=$(bench_line "$bin" "$@" $(flags_of "$side"))
     echo "round $i $side (loadavg $load): $line" | cut -c1-400
     echo "$i $side $line" >>"$out"
   done
