@@ -179,9 +179,8 @@ class Transaction {
   // Get, GetView, Put or Update of such a key that follows needs no index
   // descent. Reads nothing (no read set entry, nothing validated at commit)
   // and changes nothing; absent and invalid keys are skipped without an
-  // error. Worth it for a transaction that knows
-  // several of its keys before it reads the first (the default does
-  // nothing).
+  // error. Worth it for a transaction that knows several of its keys
+  // before it reads the first (the default does nothing).
   virtual void Prefetch(std::span<const TableKey> keys) {}
   // Forward scan of keys in [begin, end) (end empty = unbounded), at most
   // `limit` keys (0 = no limit). The range is validated at commit (phantoms).

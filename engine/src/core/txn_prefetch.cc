@@ -3,10 +3,10 @@
 // A transaction that knows several keys before it reads the first (TPC-C's
 // NewOrder knows its items and stocks, a server request its ops) would
 // otherwise pay their index and record misses one after another, each Get
-// waiting on its own descent. BTree::LookupGroup walks up to kLookupGroup
-// keys down together, so the group pays about one memory round trip per
-// level, and the records found go into the transaction's RecentKeys, where
-// the reads and writes that follow look first.
+// waiting on its own descent. BTree::LookupGroupWhole walks up to
+// kLookupGroup keys down together, so the group pays about one memory
+// round trip per level, and the records found go into the transaction's
+// RecentKeys, where the reads and writes that follow look first.
 //
 // Why a remembered record may be read later: the transaction holds its
 // epoch, so the record is not freed; a read-write read of a record that has
@@ -27,9 +27,8 @@ void TxnImpl::Prefetch(std::span<const TableKey> keys) {
     int n = 0;
     for (; next < keys.size() && n < BTree::kLookupGroup; ++next) {
       const TableKey& tk = keys[next];
-      if (tk.table == nullptr || tk.key.empty() || tk.key.size() > limits_->max_key_bytes) continue;
-      TableImpl* t = db_->Resolve(tk.table);
-      if (t == nullptr) continue;
+      TableImpl* t;
+      if (!CheckTableAndKey(tk.table, tk.key, &t).ok()) continue;  // a hint: a bad key is skipped
       probes[n].tree = &t->tree;
       probes[n].key = KeyRef(tk.key);
       table_ids[n] = t->id();
