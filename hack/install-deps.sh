@@ -3,7 +3,7 @@
 # does nothing when every package is already present.
 set -euo pipefail
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   prometheus-cpp-dev libcivetweb-dev libjemalloc-dev libmimalloc-dev libabsl-dev libcli11-dev libspdlog-dev libfmt-dev

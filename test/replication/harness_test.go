@@ -51,7 +51,7 @@ type clusterOptions struct {
 	memberArgs func(id int) []string
 	// workers is a member's --worker-threads (2 when nil).
 	workers func(id int) int
-	tls        *tls.Config
+	tls     *tls.Config
 }
 
 func startCluster(t testing.TB, o clusterOptions) *cluster {

@@ -17,7 +17,8 @@ import (
 
 // The idle benchmark (docs/benchmarks.md, "Replication"): CPU that the
 // members of an idle 3-member cluster of real rolisd processes on loopback
-// burn (utime+stime from /proc/<pid>/stat over a window), and the latency
+// burn (utime+stime from /proc/<pid>/stat over a window) and the times a
+// second they wake their threads (context switches), and the latency
 // of a single Put after 1 s of idleness against one right after another.
 // It is a benchmark, not a test: it runs only when ROLIS_IDLE_RUNS=N (the
 // Puts measured after idleness) is set,
@@ -32,25 +33,29 @@ func TestIdleCPU(t *testing.T) {
 	c := testserver.Start(t, testserver.Options{Members: 3, Args: []string{"--worker-threads=2"}})
 	cl := &cluster{t: t, c: c}
 	leader, _ := cl.failover(1)
-	cpu := idleCPU(t, cl, 2*time.Second, window)
+	use := idleUsage(t, cl, 2*time.Second, window)
 	idle, warm := putLatencies(t, cl, runs)
 
-	fmt.Printf("idle 3-member cluster (%s), CPU over %v, loadavg %s\n", os.Getenv("ROLISD_BIN"), window, loadavg())
-	fmt.Printf("%-8s %-9s %8s\n", "member", "role", "cpu")
+	fmt.Printf("idle 3-member cluster (%s), over %v, loadavg %s\n", os.Getenv("ROLISD_BIN"), window, loadavg())
+	fmt.Printf("%-8s %-9s %8s %10s\n", "member", "role", "cpu", "wakeups/s")
 	roles := map[bool]string{true: "leader", false: "follower"}
 	for _, m := range c.Members {
-		fmt.Printf("%-8d %-9s %8.3f\n", m.ID, roles[uint32(m.ID) == leader], cpu[m.ID])
+		u := use[m.ID]
+		fmt.Printf("%-8d %-9s %8.3f %10.0f\n", m.ID, roles[uint32(m.ID) == leader], u.cpu, u.wakeups)
 	}
 	fmt.Printf("Put p50 after 1 s idle: %.2f ms (of %d); right after another Put: %.2f ms\n", ms(idle), runs, ms(warm))
-	followers := []float64{}
+	followers, followerWakeups := []float64{}, []float64{}
 	for _, m := range c.Members {
 		if uint32(m.ID) != leader {
-			followers = append(followers, cpu[m.ID])
+			followers = append(followers, use[m.ID].cpu)
+			followerWakeups = append(followerWakeups, use[m.ID].wakeups)
 		}
 	}
 	line, _ := json.Marshal(map[string]any{
-		"benchmark": "idle_cpu", "members": 3, "window_s": window.Seconds(), "leader_cpu": cpu[int(leader)],
-		"follower_cpu": followers, "put_after_idle_p50_ms": ms(idle), "put_warm_p50_ms": ms(warm), "runs": runs,
+		"benchmark": "idle_cpu", "members": 3, "window_s": window.Seconds(), "leader_cpu": use[int(leader)].cpu,
+		"follower_cpu": followers, "leader_wakeups_per_s": use[int(leader)].wakeups,
+		"follower_wakeups_per_s": followerWakeups, "put_after_idle_p50_ms": ms(idle), "put_warm_p50_ms": ms(warm),
+		"runs": runs,
 	})
 	fmt.Println(string(line))
 }
@@ -59,11 +64,17 @@ func TestIdleCPU(t *testing.T) {
 // 1 s: the leader's resting heartbeats go every 200 ms; a shorter timeout
 // meets the late wakeups of a shared VM, up to ~0.5 s, docs/benchmarks.md
 // "Session of 2026-11-27 21:25 UTC", and a follower then rightly calls an
-// election). Invariants: the
-// members rest (each burns well under the 0.15–0.33 CPU that heartbeats at
-// every batch timeout cost), no follower mistakes the resting leader for a
-// dead one (same leader and epoch after 5 s), and a Put after the rest is
+// election). Invariants: the members rest (each wakes its threads well
+// under the 2,000–4,000 times a second that heartbeats at every 1 ms batch
+// timeout would take), no follower mistakes the resting leader for a dead
+// one (same leader and epoch after 5 s), and a Put after the rest is
 // acknowledged.
+//
+// The bound is on wakeups, what the code decides, not on CPU: one wakeup
+// costs ~5 µs on an idle VM and 100–2,000 µs on a contended one, whose
+// hypervisor's share shows as the process's own time (0.2–0.44 CPU for the
+// same ~250 wakeups a second, docs/benchmarks.md "Session of 2026-11-28").
+// CPU is logged.
 func TestIdleClusterRestsWithoutElections(t *testing.T) {
 	cl := startCluster(t, clusterOptions{args: []string{"--election=builtin", "--election-timeout=1s"}})
 	waitLeader(t, cl, 0, 20*time.Second)
@@ -75,7 +86,7 @@ func TestIdleClusterRestsWithoutElections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu := idleCPU(t, cl, time.Second, 5*time.Second)
+	use := idleUsage(t, cl, time.Second, 5*time.Second)
 	after, err := cl.status(int(leader))
 	if err != nil {
 		t.Fatal(err)
@@ -84,28 +95,64 @@ func TestIdleClusterRestsWithoutElections(t *testing.T) {
 		t.Fatalf("the idle leader %d went from %s of epoch %d to %s of epoch %d", leader, before.GetRole(),
 			before.GetEpoch(), after.GetRole(), after.GetEpoch())
 	}
-	for id, c := range cpu {
-		if c > 0.1 {
-			t.Errorf("idle member %d burned %.3f CPU", id, c)
+	const maxWakeups = 1000
+	for id, u := range use {
+		if u.wakeups > maxWakeups {
+			t.Errorf("idle member %d woke its threads %.0f times a second (bound %d; CPU %.3f)", id, u.wakeups,
+				maxWakeups, u.cpu)
 		}
 	}
-	t.Logf("idle CPU by member: %v (leader %d)", cpu, leader)
+	t.Logf("idle members (leader %d): %v", leader, use)
 	_, _ = putLatencies(t, cl, 1)
 }
 
-// idleCPU waits settle, then returns each running member's CPU (seconds
-// per second) over window, with no client traffic.
-func idleCPU(t *testing.T, cl *cluster, settle, window time.Duration) map[int]float64 {
+// idleUse is what an idle member spent over a window, per second: CPU
+// (utime+stime) and wakeups (context switches of all its threads).
+type idleUse struct{ cpu, wakeups float64 }
+
+func (u idleUse) String() string { return fmt.Sprintf("{cpu %.3f, wakeups/s %.0f}", u.cpu, u.wakeups) }
+
+// idleUsage waits settle, then returns what each running member spent
+// over window, with no client traffic.
+func idleUsage(t *testing.T, cl *cluster, settle, window time.Duration) map[int]idleUse {
 	t.Helper()
 	time.Sleep(settle)
-	before := map[int]float64{}
+	cpu := map[int]float64{}
+	switches := map[int]map[string]int64{}
 	for _, m := range cl.c.Members {
-		before[m.ID] = cpuSeconds(t, m.Pid())
+		cpu[m.ID] = cpuSeconds(t, m.Pid())
+		switches[m.ID] = threadSwitches(m.Pid())
 	}
 	time.Sleep(window)
-	out := map[int]float64{}
+	out := map[int]idleUse{}
 	for _, m := range cl.c.Members {
-		out[m.ID] = (cpuSeconds(t, m.Pid()) - before[m.ID]) / window.Seconds()
+		var woke int64
+		for tid, n := range threadSwitches(m.Pid()) {
+			woke += n - switches[m.ID][tid] // a thread started in the window counts from 0
+		}
+		out[m.ID] = idleUse{cpu: (cpuSeconds(t, m.Pid()) - cpu[m.ID]) / window.Seconds(),
+			wakeups: float64(woke) / window.Seconds()}
+	}
+	return out
+}
+
+// threadSwitches returns each thread's context switches (voluntary and
+// not) by thread id; a thread that ended meanwhile is missing.
+func threadSwitches(pid int) map[string]int64 {
+	out := map[string]int64{}
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, tid := range tids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, tid.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			name, value, ok := strings.Cut(line, ":")
+			if ok && (name == "voluntary_ctxt_switches" || name == "nonvoluntary_ctxt_switches") {
+				n, _ := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+				out[tid.Name()] += n
+			}
+		}
 	}
 	return out
 }
