@@ -136,6 +136,9 @@ class Cluster {
     p->replica = std::make_unique<Replica>(ro, p->transport.get(), clock);
     Options opts;
     p->hook->next = p->replica.get();
+    // The count spans the member's restarts: a crashed leader's patched
+    // writes were logged all the same.
+    if (members_[id]) p->hook->patches.store(members_[id]->hook->patches.load());
     opts.commit_hook = p->hook.get();
     opts.patch_updates = true;  // as rolisd's replicated members
     opts.epoch_period_ms = 5;
