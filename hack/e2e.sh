@@ -12,7 +12,18 @@ case "${1:-quick}" in
   full)  filter="" ;;
   *) die "usage: hack/e2e.sh quick|full" ;;
 esac
+# The quick subset needs neither cert-manager nor Prometheus, nor the smoke
+# test (the suite checks the cluster itself): a cluster brought up for it
+# skips them, which saves the add-ons' first builds from source.
+if [ "$filter" = quick ]; then
+  export KIND_ADDONS="${KIND_ADDONS-}" KIND_SMOKE="${KIND_SMOKE:-0}"
+fi
 step "local cluster and images" "$KIND_DIR/ensure.sh"
+if [ -z "$filter" ]; then
+  # Every scenario: TLS needs cert-manager, the metrics ones Prometheus
+  # (idempotent: installed ones are left as they are).
+  for a in cert-manager monitoring; do step "add-on $a" "$KIND_DIR/addon-$a.sh"; done
+fi
 ensure_helm
 # The suite is compiled, then run as a program: its progress streams (go test
 # would hold a package's output until it ends).

@@ -16,6 +16,7 @@ create() {
     if [ "$have" -eq $((KIND_WORKERS + 1)) ]; then
       info "cluster $KIND_CLUSTER exists ($have nodes)"
       kind export kubeconfig --name "$KIND_CLUSTER" >/dev/null 2>&1
+      reused=1
       return
     fi
     info "cluster $KIND_CLUSTER has $have nodes, want $((KIND_WORKERS + 1)): recreating"
@@ -43,7 +44,18 @@ YAML
   kind create cluster --name "$KIND_CLUSTER" --image "$NODE_IMAGE" --config "$cfg"
 }
 
+reused=0
 wait_ready() {
+  # A cluster that outlived its Docker daemon comes back slowly on a busy
+  # machine (its API server answered after ~6 minutes at a load of 50), and
+  # may not come back at all: then it is created again, once (~6 minutes).
+  if [ "$reused" = 1 ] && ! api_ready 300; then
+    info "cluster $KIND_CLUSTER came back without its API server: deleting it and creating it again"
+    kind delete cluster --name "$KIND_CLUSTER"
+    reused=0
+    create
+    "$KIND_DIR/cni.sh"
+  fi
   need_api 120
   kubectl wait --for=condition=Ready nodes --all --timeout=180s >/dev/null
   kubectl -n kube-system rollout status deployment/coredns --timeout=180s >/dev/null
