@@ -166,17 +166,18 @@ void Acceptor::Reset(const std::vector<StreamSlots>& streams, uint64_t promised)
   size_t bytes = 0;
   for (size_t t = 0; t < streams_.size() && t < streams.size(); t++) {
     StreamLog& s = *streams_[t];
-    s.slots.clear();
     s.first_slot = streams[t].first_slot;
+    s.slots.erase(s.slots.begin(), s.slots.lower_bound(s.first_slot));
     s.base_key = streams[t].base_key;
     s.base_barrier = streams[t].base_barrier;
     s.contig_epoch = 0;
     s.contig = 0;
     for (const Slot& slot : streams[t].slots) {
       if (slot.index < s.first_slot || !slot.value) continue;
-      s.slots[slot.index] = slot;
-      bytes += slot.value->bytes();
+      auto [it, fresh] = s.slots.try_emplace(slot.index, slot);
+      if (!fresh && slot.ballot > it->second.ballot) it->second = slot;
     }
+    for (const auto& [i, slot] : s.slots) bytes += slot.value ? slot.value->bytes() : 0;
   }
   bytes_.store(bytes, std::memory_order_relaxed);
   RaisePromiseLocked(promised);

@@ -54,8 +54,10 @@ class Acceptor {
   // judges which of them raise the base reach (as the failover walk would).
   void Compact(uint32_t t, uint64_t below, const EpochRecord& decided);
 
-  // Replaces everything (state transfer): every stream starts at the given
-  // first slot and base, with `slots` adopted as accepted.
+  // State transfer: every stream starts at the given first slot and base,
+  // with `slots` adopted as accepted. Its own slots from the first slot on
+  // stay where their ballot is higher: a member that votes while it
+  // transfers must not forget a vote cast after it read the others.
   void Reset(const std::vector<StreamSlots>& streams, uint64_t promised);
 
   // Proposer-side convenience: the leader's own vote for its proposal.

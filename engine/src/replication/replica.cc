@@ -452,23 +452,27 @@ void Replica::MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now, bo
     if (s.count > 0) {
       if (now - s.started >= opts_.batch_timeout) CloseBatch(s, e, false);
     } else if (now - s.last_close >= heartbeat) {
-      // Idle: an empty batch says "nothing of mine at or below this ts", so G
-      // moves at light load. With the worker's mutex held no commit is half
-      // done, and every later ts is at least the clock's floor.
-      uint64_t f = Floor();
-      uint64_t hb = std::max(s.closed_ts, f > 0 ? f - 1 : 0);
+      // Idle: a heartbeat, so G moves at light load.
       s.last_close = now;
-      if (hb > s.closed_ts) {
-        auto b = std::make_shared<Batch>();
-        b->kind = BatchKind::kTxns;
-        b->epoch = e;
-        b->last_ts = hb;
-        s.closed_ts = hb;
-        s.ring.TryPush(std::move(b));
-      }
+      PushHeartbeat(s, e);
     }
   }
   mu->unlock();
+}
+
+void Replica::PushHeartbeat(LStream& s, uint64_t epoch) {
+  // An empty batch says "nothing of mine at or below this ts". With the
+  // worker's mutex held no commit is half done, and every later ts is at
+  // least the clock's floor.
+  uint64_t f = Floor();
+  uint64_t hb = std::max(s.closed_ts, f > 0 ? f - 1 : 0);
+  if (hb <= s.closed_ts) return;
+  auto b = std::make_shared<Batch>();
+  b->kind = BatchKind::kTxns;
+  b->epoch = epoch;
+  b->last_ts = hb;
+  s.closed_ts = hb;
+  s.ring.TryPush(std::move(b));
 }
 
 // ---------------------------------------------------------------------------
@@ -733,6 +737,18 @@ void Replica::OpenNow() {
   open_cv_.notify_all();
 }
 
+void Replica::WalkReachBelow(const LStream& s, uint64_t from, LogKey* reach, uint64_t* barrier) const {
+  // The failover walk's reach over [log start, from): compacted entries,
+  // then the ones still in the log.
+  *reach = s.walk_reach;
+  *barrier = s.walk_barrier;
+  if (!ldecided_) return;
+  for (const auto& e : s.log) {
+    if (e.index >= from) break;
+    AdvanceReach(Slot{e.index, lepoch_, e.value}, ldecided_->record, reach, barrier);
+  }
+}
+
 void Replica::StepDownLocked(uint64_t newer_epoch, const char* why) {
   if (lmode_ == LMode::kIdle) return;
   bool was_open = lmode_ == LMode::kOpen;
@@ -760,16 +776,9 @@ void Replica::StepDownLocked(uint64_t newer_epoch, const char* why) {
       RStream& rs = *rstreams_[t];
       uint64_t from = was_open ? s.c_end : rs.cursor;
       if (from > rs.cursor) {
-        // The walk's reach over [log start, c_end): compacted entries, then
-        // the ones still in the log.
-        LogKey reach = s.walk_reach;
-        uint64_t barrier = s.walk_barrier;
-        if (ldecided_) {
-          for (const auto& e : s.log) {
-            if (e.index >= from) break;
-            AdvanceReach(Slot{e.index, lepoch_, e.value}, ldecided_->record, &reach, &barrier);
-          }
-        }
+        LogKey reach;
+        uint64_t barrier;
+        WalkReachBelow(s, from, &reach, &barrier);
         rs.reach = std::max(rs.reach, reach);
         rs.barrier = std::max(rs.barrier, barrier);
         rs.cursor = from;
@@ -2058,6 +2067,37 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
 // State transfer.
 
 SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
+  if (role_.load() == Role::kLeader) return LeaderSnapshot();
+  return FollowerSnapshot();
+}
+
+bool Replica::AwaitEngineSnapshot(std::chrono::milliseconds limit) {
+  const uint64_t e0 = db_->Stats().current_epoch;
+  const auto deadline = SteadyClock::now() + limit;
+  while (db_->Stats().snapshot_epoch < e0) {
+    if (SteadyClock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+Status Replica::ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out) {
+  for (TableId id = 0;; id++) {
+    Table* table = nullptr;
+    if (!db_->GetTable(id, &table).ok()) break;
+    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view v) {
+      out->push_back(SnapshotWrite{id, std::string(k), std::string(v)});
+      return true;
+    });
+    if (!s.ok()) {
+      out->clear();
+      return Status(s.code(), "scan: " + s.message());
+    }
+  }
+  return Status::OK();
+}
+
+SnapshotReply Replica::FollowerSnapshot() {
   SnapshotReply r;
   if (!voting_.load() || dirty_.load() || needs_transfer_.load() || role_.load() != Role::kFollower || !db_) {
     r.error = "not a caught-up follower";
@@ -2085,35 +2125,125 @@ SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
     // A read-only transaction sees the engine's snapshot epoch: wait until
     // it covers every write replay made.
     replay_worker_->Quiesce();
-    uint64_t e0 = db_->Stats().current_epoch;
-    auto deadline = SteadyClock::now() + std::chrono::seconds(2);
-    while (db_->Stats().snapshot_epoch < e0) {
-      if (SteadyClock::now() > deadline) {
-        r.error = "the engine's snapshot epoch does not advance";
-        return r;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
+      r.error = "the engine's snapshot epoch does not advance";
+      return r;
     }
     txn = snapshot_worker_->BeginReadOnly();
   }
-  for (TableId id = 0;; id++) {
-    Table* table = nullptr;
-    if (!db_->GetTable(id, &table).ok()) break;
-    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view v) {
-      r.writes.push_back(SnapshotWrite{id, std::string(k), std::string(v)});
-      return true;
-    });
-    if (!s.ok()) {
-      txn->Abort();
-      r.writes.clear();
-      r.error = "scan: " + s.message();
-      return r;
-    }
-  }
-  Status s = txn->Commit();
+  Status s = ScanStore(txn.get(), &r.writes);
+  (void)txn->Commit();
   txn.reset();
   snapshot_worker_->Quiesce();
+  if (!s.ok()) {
+    r.error = s.message();
+    return r;
+  }
   r.ok = true;
+  return r;
+}
+
+SnapshotReply Replica::LeaderSnapshot() {
+  // Only when no caught-up follower can give one (a member asks the leader
+  // last): in a cluster of three, one member down and the other leading.
+  // Writes pause while it is fixed: every worker is held, its batch closed,
+  // and heartbeats sent until G covers every commit of the epoch. The store
+  // then holds exactly the slots below each stream's majority-accepted end,
+  // every one of them chosen, which is what a caught-up follower's holds.
+  SnapshotReply r;
+  if (!db_) {
+    r.error = "no engine attached";
+    return r;
+  }
+  std::lock_guard<std::mutex> sg(snap_mu_);
+  const uint64_t E = lstreams_[0]->leading.load(std::memory_order_acquire);
+  if (E == 0 || !open_.load()) {
+    r.error = "not an open leader";
+    return r;
+  }
+  std::vector<std::mutex*> held;
+  for (std::mutex* mu : worker_mu_) {
+    if (mu && std::find(held.begin(), held.end(), mu) == held.end()) {
+      mu->lock();
+      held.push_back(mu);
+    }
+  }
+  auto release = [&] {
+    for (std::mutex* mu : held) mu->unlock();
+    held.clear();
+  };
+  auto fail = [&](const std::string& why) {
+    release();
+    r = SnapshotReply{};
+    r.error = "the leader's snapshot: " + why;
+    return r;
+  };
+  uint64_t max_ts = 0;
+  for (auto& sp : lstreams_) {
+    LStream& s = *sp;
+    if (s.leading.load(std::memory_order_acquire) != E) return fail("it stopped leading");
+    if (s.orphan.load()) return fail("it holds commits that were never replicated");
+    if (s.count > 0) CloseBatch(s, E, true);
+    max_ts = std::max(max_ts, s.epoch_max_ts.load());
+  }
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+  while (covered_epoch_.load() != E || covered_ts_.load() < max_ts) {
+    if (SteadyClock::now() > deadline) return fail("its last commits are not on a majority after 2 s");
+    if (!open_.load()) return fail("it stopped leading");
+    // The workers are held, so the loop cannot send their heartbeats.
+    for (auto& sp : lstreams_) {
+      if (!sp->ring.Full()) PushHeartbeat(*sp, E);
+    }
+    WakeLoop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  {
+    // Not a plain lock: a member that opens an epoch takes the workers'
+    // mutexes under lmu_ (OpenNow), and this thread holds them.
+    std::unique_lock<std::mutex> lk(lmu_, std::defer_lock);
+    while (!lk.try_lock()) {
+      if (SteadyClock::now() > deadline) return fail("its leader state stayed busy");
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    if (lmode_ != LMode::kOpen || lepoch_ != E) return fail("it stopped leading");
+    r.at = g_;
+    r.leader_epoch = E;
+    r.decided = ldecided_ ? ldecided_ : Latest();
+    std::lock_guard<std::mutex> g(rmu_);
+    if (replay_worker_) replay_worker_->Quiesce();  // it last replayed as a follower
+    for (uint32_t t = 0; t < opts_.streams; t++) {
+      const LStream& s = *lstreams_[t];
+      LogKey reach;
+      uint64_t barrier;
+      WalkReachBelow(s, s.c_end, &reach, &barrier);
+      r.next_slot.push_back(s.c_end);
+      r.skip.push_back(0);
+      r.stream_key.push_back(std::max(reach, rstreams_[t]->reach));
+      r.stream_barrier.push_back(std::max(barrier, rstreams_[t]->barrier));
+    }
+  }
+  // Briefly: the writes are paused, and a client transaction left open holds
+  // the snapshot epoch back until it ends (the member asks again later).
+  if (!AwaitEngineSnapshot(std::chrono::milliseconds(250))) {
+    return fail("the engine's snapshot epoch does not advance (a client transaction stays open)");
+  }
+  std::unique_ptr<Transaction> txn = snapshot_worker_->BeginReadOnly();
+  release();  // later commits are in later engine epochs: the snapshot does not see them
+  std::vector<SnapshotWrite> writes;
+  Status s = ScanStore(txn.get(), &writes);
+  (void)txn->Commit();
+  txn.reset();
+  snapshot_worker_->Quiesce();
+  if (!s.ok()) {
+    r = SnapshotReply{};
+    r.error = "the leader's snapshot: " + s.message();
+    return r;
+  }
+  r.writes = std::move(writes);
+  r.ok = true;
+  leader_snapshots_.fetch_add(1);
+  std::fprintf(stderr, "rolis-repl %u: served a snapshot of %zu keys at %s (no caught-up follower could)\n", opts_.id,
+               r.writes.size(), KeyStr(r.at).c_str());
   return r;
 }
 
@@ -2210,11 +2340,62 @@ Status Replica::TransferState() {
     if (lmode_ != LMode::kIdle) return Status::FailedPrecondition("leading");
     my_epoch = std::max(led_epoch_, deposed_epoch_);
   }
-  // 1. A snapshot from a caught-up follower.
+  // The votes of a majority of the configuration in force (membership.h):
+  // this member adopts them, so whatever it voted for before it lost its
+  // memory is still counted. A member that did not lose it (it kept voting:
+  // a deposed leader whose commits did not survive, or a follower left
+  // behind the leader's log) counts its own.
+  struct Votes {
+    std::vector<MemberAddr> cfg;
+    bool self = false;
+    size_t need = 0;
+    std::vector<std::pair<uint32_t, PromiseReply>> replies;
+    std::vector<const PromiseReply*> oks;  // into replies
+  };
+  auto read_votes = [&](const DecidedPtr& record, Votes* v) -> Status {
+    v->cfg = ConfigOf(record);
+    Know(v->cfg);
+    v->self = voting_.load() && Contains(v->cfg, opts_.id);
+    std::set<uint32_t> voters;
+    for (const MemberAddr& m : v->cfg) {
+      if (m.id != opts_.id || v->self) voters.insert(m.id);
+    }
+    v->need = std::min(MajorityOf(v->cfg.size()), voters.size());
+    PromiseMsg pm;
+    pm.from = opts_.id;
+    pm.peek = true;
+    const size_t need = v->need;
+    v->replies = PromiseAll(pm, v->self, [need, &voters](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+      size_t ok = 0;
+      for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic && voters.count(id);
+      return ok >= need;
+    });
+    v->oks.clear();
+    for (auto& [id, r] : v->replies) {
+      if (r.ok && !r.amnesic && voters.count(id)) v->oks.push_back(&r);
+    }
+    if (v->oks.size() >= v->need) return Status::OK();
+    return Unavailable("state transfer: it adopts the votes of " + std::to_string(v->need) + " members of " +
+                       MembersString(v->cfg) + (v->self ? " (itself included)" : " other than itself") + ", " +
+                       std::to_string(v->oks.size()) + " answered");
+  };
+  // 0. Only if those votes can be had is a snapshot worth asking for (the
+  //    leader's pauses its writes).
+  {
+    Votes first;
+    if (Status s = read_votes(known, &first); !s.ok()) return s;
+  }
+  // 1. A snapshot from a caught-up follower; from the leader only when none
+  //    can give one.
   SnapshotReply snap;
   bool got = false;
   std::string why;
-  for (uint32_t p : peers()) {
+  std::vector<uint32_t> sources = peers();
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    std::stable_partition(sources.begin(), sources.end(), [this](uint32_t p) { return p != leader_id_; });
+  }
+  for (uint32_t p : sources) {
     SnapshotMsg sm;
     sm.from = opts_.id;
     SnapshotReply r;
@@ -2242,37 +2423,16 @@ Status Replica::TransferState() {
     if (!why.empty() && why.back() == ';') why.pop_back();
     return Unavailable("no snapshot:" + why);
   }
-  // 2. The votes of a majority of the others (after the snapshot, so that
-  //    they cover every slot after it): this member adopts them, so whatever
-  //    it voted for before it lost its memory is still counted.
-  PromiseMsg pm;
-  pm.from = opts_.id;
-  pm.peek = true;
-  //    The majority is of the configuration in force (membership.h).
-  const std::vector<MemberAddr> cfg = ConfigOf(IsBetterDecided(snap.decided, known) ? snap.decided : known);
-  Know(cfg);
-  std::set<uint32_t> others;
-  for (const MemberAddr& m : cfg) {
-    if (m.id != opts_.id) others.insert(m.id);
-  }
-  const size_t need = std::min(MajorityOf(cfg.size()), others.size());
-  auto replies = PromiseAll(pm, false, [need, &others](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
-    size_t ok = 0;
-    for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic && others.count(id);
-    return ok >= need;
-  });
-  std::vector<const PromiseReply*> oks;
+  // 2. The votes again, after the snapshot, so that they cover every slot
+  //    after it.
+  Votes votes;
+  if (Status s = read_votes(IsBetterDecided(snap.decided, known) ? snap.decided : known, &votes); !s.ok()) return s;
+  const std::vector<const PromiseReply*>& oks = votes.oks;
   uint64_t max_promised = 0;
   DecidedPtr newest = snap.decided;
-  for (auto& [id, r] : replies) {
-    if (!r.ok || r.amnesic || !others.count(id)) continue;
-    oks.push_back(&r);
-    max_promised = std::max(max_promised, r.promised_epoch);
-    if (IsBetterDecided(r.decided, newest)) newest = r.decided;
-  }
-  if (oks.size() < need) {
-    return Unavailable("state transfer: it adopts the votes of " + std::to_string(need) + " other members of " +
-                       MembersString(cfg) + ", " + std::to_string(oks.size()) + " answered");
+  for (const PromiseReply* r : oks) {
+    max_promised = std::max(max_promised, r->promised_epoch);
+    if (IsBetterDecided(r->decided, newest)) newest = r->decided;
   }
   std::vector<StreamSlots> adopted(opts_.streams);
   for (uint32_t t = 0; t < opts_.streams; t++) {
@@ -2303,14 +2463,9 @@ Status Replica::TransferState() {
     {
       std::lock_guard<std::mutex> sg(snap_mu_);
       replay_worker_->Quiesce();
-      uint64_t e0 = db_->Stats().current_epoch;
-      auto deadline = SteadyClock::now() + std::chrono::seconds(2);
-      while (db_->Stats().snapshot_epoch < e0) {
-        if (SteadyClock::now() > deadline) {
-          replay_paused_ = false;
-          return Unavailable("the engine's snapshot epoch does not advance (a worker stays inside a transaction)");
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
+        replay_paused_ = false;
+        return Unavailable("the engine's snapshot epoch does not advance (a worker stays inside a transaction)");
       }
       auto txn = snapshot_worker_->BeginReadOnly();
       for (TableId id = 0;; id++) {
@@ -2396,6 +2551,7 @@ ReplicaStatus Replica::GetStatus() const {
   st.dirty = dirty_.load();
   st.log_bytes = acceptor_.bytes();
   st.state_transfers = state_transfers_.load();
+  st.leader_snapshots = leader_snapshots_.load();
   {
     std::lock_guard<std::mutex> g(mu_);
     st.epoch = leader_epoch_;

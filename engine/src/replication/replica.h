@@ -124,6 +124,7 @@ struct ReplicaStatus {
   bool dirty = false;           // holds commits a failover discarded: needs a state transfer
   uint64_t log_bytes = 0;
   uint64_t state_transfers = 0;
+  uint64_t leader_snapshots = 0;  // snapshots it served while leading (its writes paused)
 };
 
 struct PrepareResult {
@@ -249,6 +250,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void LeaderTick(SteadyClock::time_point now);  // under lmu_
   void CloseBatch(LStream& s, uint64_t epoch, bool wait);  // worker mutex held
   void MaybeFlush(uint32_t t, LStream& s, SteadyClock::time_point now, bool waited_on);
+  void PushHeartbeat(LStream& s, uint64_t epoch);  // worker mutex held
+  // The failover walk's reach and last barrier over the slots below `from`.
+  void WalkReachBelow(const LStream& s, uint64_t from, LogKey* reach, uint64_t* barrier) const;  // under lmu_
   bool WaitedOnLocked();  // under lmu_: a commit above G, or a waiter
   void AppendToLog(uint32_t t, LStream& s, BatchPtr b);  // under lmu_
   void SendWindow(uint32_t t, LStream& s, size_t p, SteadyClock::time_point now);  // under lmu_
@@ -281,6 +285,14 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void CatchUpLoop();
   Status Probe();  // OK: a new cluster (voting now) or caught up by state transfer
   Status TransferState();
+  // Snapshots: a caught-up follower's, or (when no follower can give one)
+  // the open leader's, which pauses its writes while it is fixed.
+  SnapshotReply FollowerSnapshot();
+  SnapshotReply LeaderSnapshot();
+  // Until the engine's read-only snapshots cover every write made so far
+  // (false after `limit`: a transaction stays open).
+  bool AwaitEngineSnapshot(std::chrono::milliseconds limit);
+  Status ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out);  // every table, in key order
 
   // Fan-out of calls to every member (this one through its own handler).
   // Return once `enough` holds for the replies so far (null: wait for all).
@@ -319,6 +331,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::atomic<bool> dirty_{false};    // local commits a failover discarded (or unreplicated)
   std::atomic<bool> needs_transfer_{false};
   std::atomic<uint64_t> state_transfers_{0};
+  std::atomic<uint64_t> leader_snapshots_{0};
   std::atomic<uint64_t> flow_wait_nanos_{0};  // workers waiting for room in their ring
 
   // Member state (mu_: a leaf lock). Lock order: op_mu_, lmu_, rmu_, then one leaf.

@@ -245,6 +245,33 @@ TEST(Acceptor, CompactionKeepsTheReachOfWhatItDrops) {
   EXPECT_EQ(a.slot_count(0), 1u);
 }
 
+// A member that votes while it transfers its state adopts what it read from
+// the others, and keeps its own votes from the snapshot on where their
+// ballot is higher (one cast after it read them may be part of a chosen
+// majority); below the snapshot nothing is kept.
+TEST(Acceptor, AStateTransferKeepsItsOwnVotesAfterTheSnapshotWhereTheirBallotIsHigher) {
+  Acceptor a(1);
+  ASSERT_TRUE(a.Accept(Accept(2, 0, 1, TxnBatch(2, 11))).ok);  // below the snapshot
+  ASSERT_TRUE(a.Accept(Accept(3, 0, 5, TxnBatch(3, 15))).ok);  // after it, newer than what was read
+  ASSERT_TRUE(a.Accept(Accept(3, 0, 6, TxnBatch(3, 16))).ok);  // cast after the read: nobody else has it
+  StreamSlots adopted;
+  adopted.first_slot = 4;
+  adopted.base_key = LogKey{2, 13};
+  adopted.slots = {Slot{4, 2, TxnBatch(2, 14)}, Slot{5, 2, TxnBatch(2, 99)}};
+  a.Reset({adopted}, 3);
+  Slot got;
+  EXPECT_FALSE(a.Get(0, 1, &got));
+  ASSERT_TRUE(a.Get(0, 4, &got));
+  EXPECT_EQ(got.ballot, 2u);
+  ASSERT_TRUE(a.Get(0, 5, &got));
+  EXPECT_EQ(got.ballot, 3u) << "its own vote at a higher ballot was replaced";
+  EXPECT_EQ(got.value->key(), (LogKey{3, 15}));
+  EXPECT_TRUE(a.Get(0, 6, &got)) << "a vote cast after the read was forgotten";
+  EXPECT_EQ(a.first_slot(0), 4u);
+  EXPECT_EQ(a.slot_count(0), 3u);
+  EXPECT_EQ(a.promised(), 3u);
+}
+
 TEST(ControlAcceptor, DecidesOnePerInstanceAndFailsTheCompareAndSetOnceANewerRecordIsKnown) {
   ControlAcceptor c;
   auto rec = [](uint64_t e) { return std::make_shared<const Decided>(Decided{EpochRecord{e, {}}, 1, {}, 0, {}}); };
