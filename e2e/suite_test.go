@@ -62,7 +62,15 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	out, err := kubectl(30*time.Second, "get", "nodes", "-o", "name")
-	Expect(err).NotTo(HaveOccurred(), "the Kind cluster must be up (make kind-up): %s", out)
+	// A cluster that has just come back from a restarted Docker daemon, on a
+	// loaded machine, restarts its API server a few times first: up to 5
+	// minutes, then the suite stops.
+	var out string
+	var err error
+	Eventually(func() error {
+		out, err = kubectl(30*time.Second, "get", "nodes", "-o", "name")
+		return err
+	}).WithTimeout(5*time.Minute).WithPolling(5*time.Second).Should(Succeed(),
+		func() string { return "the Kind cluster must be up (make kind-up): " + out })
 	installOperator()
 })

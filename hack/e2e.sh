@@ -28,6 +28,9 @@ ensure_helm
 # The suite is compiled, then run as a program: its progress streams (go test
 # would hold a package's output until it ends).
 step "compile the suite" go test -c -o "$ROOT/build/e2e.test" "$ROOT/e2e"
+# Loading the images keeps the nodes busy; a control plane that restarted
+# with its Docker daemon may still be restarting its API server.
+step "API server ready" need_api 300
 args=(-test.timeout 120m -ginkgo.v -ginkgo.show-node-events)
 [ -z "$filter" ] || args+=(-ginkgo.label-filter="$filter")
 run_suite() { cd "$ROOT/e2e" && ROLIS_E2E=1 KUBECTL="$K8S_BIN/kubectl" HELM="$TOOLS_BIN/helm" KUBE_CONTEXT="kind-$KIND_CLUSTER" \
