@@ -50,6 +50,19 @@ const char* RoleName(Role r) {
 
 namespace {
 
+// Locks every distinct mutex of `mus` (several streams may share a
+// worker's), in order; returns them for unlocking.
+std::vector<std::mutex*> LockEach(const std::vector<std::mutex*>& mus) {
+  std::vector<std::mutex*> held;
+  for (std::mutex* mu : mus) {
+    if (mu && std::find(held.begin(), held.end(), mu) == held.end()) {
+      mu->lock();
+      held.push_back(mu);
+    }
+  }
+  return held;
+}
+
 Status Unavailable(const std::string& why) { return Status(StatusCode::kInternal, "unavailable: " + why); }
 
 bool IsBetterDecided(const DecidedPtr& a, const DecidedPtr& b) {  // a newer than b
@@ -699,14 +712,7 @@ void Replica::OpenNow() {
   // that slipped past the role check of an earlier leadership finished with
   // the old epoch, so it never counts as this epoch's write of its worker
   // (the leader patches only against those: "Patches" in docs/replication.md).
-  std::vector<std::mutex*> held;
-  for (uint32_t t = 0; t < opts_.streams; t++) {
-    std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
-    if (mu && std::find(held.begin(), held.end(), mu) == held.end()) {
-      mu->lock();
-      held.push_back(mu);
-    }
-  }
+  std::vector<std::mutex*> held = LockEach(worker_mu_);
   if (db_) db_->SetReplicationEpoch(lepoch_);
   for (uint32_t t = 0; t < opts_.streams; t++) {
     LStream& s = *lstreams_[t];
@@ -2161,13 +2167,7 @@ SnapshotReply Replica::LeaderSnapshot() {
     r.error = "not an open leader";
     return r;
   }
-  std::vector<std::mutex*> held;
-  for (std::mutex* mu : worker_mu_) {
-    if (mu && std::find(held.begin(), held.end(), mu) == held.end()) {
-      mu->lock();
-      held.push_back(mu);
-    }
-  }
+  std::vector<std::mutex*> held = LockEach(worker_mu_);
   auto release = [&] {
     for (std::mutex* mu : held) mu->unlock();
     held.clear();
