@@ -6,18 +6,23 @@
 # needed, images, kind-load), then runs the Ginkgo suite with the label
 # filter. E2E_ARGS adds test and Ginkgo flags (e.g. -ginkgo.focus=...).
 # Artifacts of failed specs and the workload histories: build/e2e-artifacts.
+# The quick subset needs neither cert-manager nor Prometheus, nor the smoke
+# test (the suite checks the cluster itself), nor worker nodes (its failures
+# are of pods, not nodes; anti-affinity is preferred), nor the upgrade
+# scenario's second rolisd image. A cluster brought up for it is one node:
+# a 4-node cluster kept a 2-core machine at a load of 40-50 with nothing else
+# running, its API server restarting. `make e2e-full` recreates the 4 nodes.
+# (Set before lib.sh, which gives KIND_WORKERS its default.)
+if [ "${1:-quick}" = quick ]; then
+  export KIND_ADDONS="${KIND_ADDONS-}" KIND_SMOKE="${KIND_SMOKE:-0}" KIND_WORKERS="${KIND_WORKERS:-0}" \
+    KIND_LOAD_NEXT="${KIND_LOAD_NEXT:-0}"
+fi
 source "$(dirname "$0")/kind/lib.sh"
 case "${1:-quick}" in
   quick) filter=quick ;;
   full)  filter="" ;;
   *) die "usage: hack/e2e.sh quick|full" ;;
 esac
-# The quick subset needs neither cert-manager nor Prometheus, nor the smoke
-# test (the suite checks the cluster itself): a cluster brought up for it
-# skips them, which saves the add-ons' first builds from source.
-if [ "$filter" = quick ]; then
-  export KIND_ADDONS="${KIND_ADDONS-}" KIND_SMOKE="${KIND_SMOKE:-0}"
-fi
 step "local cluster and images" "$KIND_DIR/ensure.sh"
 if [ -z "$filter" ]; then
   # Every scenario: TLS needs cert-manager, the metrics ones Prometheus

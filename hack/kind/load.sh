@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Loads the project's images (images.sh) into every node of the Kind cluster.
 # Images that were not built are reported and skipped. rolisd is loaded
-# under a second name too, $TAG-next, for the e2e upgrade scenario.
+# under a second name too, $TAG-next, for the e2e upgrade scenario (not with
+# KIND_LOAD_NEXT=0).
 source "$(dirname "$0")/lib.sh"
 need_docker
 ensure_kind
@@ -15,7 +16,7 @@ for i in rolisd rolis-operator rolis-tools; do
   step "kind load $img" kind_load "$img"
   # A second name of the rolisd image: the e2e upgrade scenario rolls the
   # cluster to it (a new pod template, the same binary).
-  if [ "$i" = rolisd ]; then
+  if [ "$i" = rolisd ] && [ "${KIND_LOAD_NEXT:-1}" = 1 ]; then
     docker tag "$img" "$img-next"
     step "kind load $img-next" kind_load "$img-next"
   fi
