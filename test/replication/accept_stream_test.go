@@ -80,13 +80,20 @@ func TestAcceptsTakeTheStreamOrTheReplicationPortPerMember(t *testing.T) {
 // streamConnections reads from a member's metrics how many accept stream
 // connections it serves (-1: unreadable).
 func streamConnections(t *testing.T, cl *cluster, member int) float64 {
+	return metricValue(t, cl, member, "rolis_replication_accept_stream_connections")
+}
+
+// metricValue reads a metric without labels from a member's /metrics
+// (-1: unreadable; the test fails when the member does not export it).
+func metricValue(t *testing.T, cl *cluster, member int, metric string) float64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	code, body, err := testserver.HTTPGet(ctx, cl.member(member).MetricsAddr, "/metrics")
 	if err != nil || code != 200 {
 		return -1
 	}
-	const name = "rolis_replication_accept_stream_connections "
+	name := metric + " "
 	for _, line := range strings.Split(string(body), "\n") {
 		if strings.HasPrefix(line, name) {
 			v, err := strconv.ParseFloat(strings.TrimPrefix(line, name), 64)
@@ -95,7 +102,7 @@ func streamConnections(t *testing.T, cl *cluster, member int) float64 {
 			}
 		}
 	}
-	t.Fatalf("member %d's metrics have no %s", member, strings.TrimSpace(name))
+	t.Fatalf("member %d's metrics have no %s", member, metric)
 	return -1
 }
 

@@ -205,6 +205,11 @@ bool PaxosReplicator::AwaitWatermark(uint64_t commit_ts, server::WatermarkWaiter
 
 uint64_t PaxosReplicator::watermark_ts() const { return replica_->GetStatus().watermark.ts; }
 
+server::Replicator::TransferCounts PaxosReplicator::transfer_counts() const {
+  ReplicaStatus st = replica_->GetStatus();
+  return {.completed = st.state_transfers, .leader_snapshots = st.leader_snapshots};
+}
+
 std::vector<uint64_t> PaxosReplicator::stream_committed_ts() const {
   ReplicaStatus st = replica_->GetStatus();
   std::vector<uint64_t> out;

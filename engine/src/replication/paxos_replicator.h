@@ -46,6 +46,7 @@ class PaxosReplicator final : public server::Replicator {
   }
   void RegisterStream(WorkerId worker, uint32_t stream) override { replica_->RegisterStream(worker, stream); }
   void Attach(Database* db, std::vector<std::mutex*> worker_mutexes) override;
+  void SetOpenTxnAborter(std::function<size_t()> f) override { replica_->SetOpenTxnAborter(std::move(f)); }
   void Start() override;
   void Stop() override;
 
@@ -59,6 +60,7 @@ class PaxosReplicator final : public server::Replicator {
   std::vector<uint64_t> stream_committed_ts() const override;
   uint64_t flow_control_wait_nanos() const override { return replica_->flow_control_wait_nanos(); }
   size_t accept_stream_connections() const override { return transport_->accept_stream_connections(); }
+  TransferCounts transfer_counts() const override;
 
   void FillStatus(v1::StatusResponse* out) const override;
   grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) override;

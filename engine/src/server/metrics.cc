@@ -53,7 +53,8 @@ std::string_view MethodName(Method m) {
 }
 
 std::string_view AbortReasonName(AbortReason r) {
-  static constexpr std::string_view kNames[] = {"conflict", "condition", "client", "expired", "error", "shutdown", "not_leader"};
+  static constexpr std::string_view kNames[] = {"conflict", "condition", "client", "expired", "error", "shutdown", "not_leader",
+                                                "leader_snapshot"};
   static_assert(std::size(kNames) == static_cast<size_t>(AbortReason::kCount));
   return kNames[static_cast<int>(r)];
 }
@@ -217,6 +218,21 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
                               MetricType::Gauge);
   accept_stream.metric.push_back(Gauge(static_cast<double>(g.accept_stream_connections)));
   out.push_back(std::move(accept_stream));
+
+  auto transfers = Family("rolis_replication_state_transfers_total",
+                          "State transfers this member caught up by (a snapshot of another member's store "
+                          "and the log after it: after a restart empty, or when a failover discarded its "
+                          "commits).",
+                          MetricType::Counter);
+  transfers.metric.push_back(Counter(static_cast<double>(g.state_transfers)));
+  out.push_back(std::move(transfers));
+
+  auto leader_snapshots = Family("rolis_replication_leader_snapshots_total",
+                                 "Snapshots this member served to a catching-up member while leading: no caught-up "
+                                 "follower could, and its writes paused while the snapshot was fixed.",
+                                 MetricType::Counter);
+  leader_snapshots.metric.push_back(Counter(static_cast<double>(g.leader_snapshots)));
+  out.push_back(std::move(leader_snapshots));
 
   auto workers = Family("rolis_worker_threads", "Engine workers (= replication streams).", MetricType::Gauge);
   workers.metric.push_back(Gauge(g.worker_threads));

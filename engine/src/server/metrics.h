@@ -52,6 +52,7 @@ enum class AbortReason : uint8_t {
   kError,      // an operation failed (bad input, limit) and the one-shot was rolled back
   kShutdown,   // open at shutdown
   kNotLeader,  // read-write, open when this member stopped leading (it can never commit)
+  kLeaderSnapshot,  // read-write, open when the leader paused its writes to fix a snapshot
   kCount
 };
 std::string_view AbortReasonName(AbortReason r);
@@ -68,6 +69,8 @@ struct GaugeValues {
   std::vector<uint64_t> stream_committed_ts;  // index = stream
   uint64_t flow_control_wait_nanos = 0;
   size_t accept_stream_connections = 0;
+  uint64_t state_transfers = 0;
+  uint64_t leader_snapshots = 0;
   int64_t open_txns = 0;
   uint64_t memory_bytes = 0;  // resident set size
   uint64_t engine_live_records = 0;

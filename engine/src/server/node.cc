@@ -133,6 +133,20 @@ void Node::Stop() {
   }
 }
 
+size_t Node::UnpinSnapshotEpochWithWorkersHeld() {
+  size_t n = 0;
+  for (auto& t : txns_.All()) {
+    if (t->read_only || t->finished) continue;
+    Finish(t.get(), true, AbortReason::kLeaderSnapshot);
+    n++;
+  }
+  // An idle worker still publishes the epoch of its last transaction, which
+  // holds the snapshot epoch back as well (the reaper quiesces idle workers,
+  // but not held ones). Quiesce leaves a worker with open transactions be.
+  for (size_t i = 0; i < pool_->size(); i++) pool_->slot(i).worker->Quiesce();
+  return n;
+}
+
 void Node::ReaperLoop() {
   NameThisThread("rolis-reaper");
   std::unique_lock<std::mutex> lock(reaper_mu_);

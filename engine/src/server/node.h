@@ -98,6 +98,11 @@ class Node {
   // (it could never commit them); returns how many. Runs on the reaper
   // thread; exposed for tests.
   size_t AbortUncommittable();
+  // Lets the engine's snapshot epoch advance while the caller holds every
+  // worker's mutex (the replicator fixing a leader's snapshot:
+  // Replicator::SetOpenTxnAborter): aborts every open read-write
+  // transaction and quiesces the workers. Returns how many it aborted.
+  size_t UnpinSnapshotEpochWithWorkersHeld();
 
   int64_t open_txns() const { return txns_.size(); }
   // Per stream, the mutex held around every transaction on its worker (for

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -49,6 +50,13 @@ class Replicator : public CommitHook {
   // stream, the mutex held around every transaction on its worker. Called
   // once the Node has started, before Start.
   virtual void Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {}
+  // How to let the engine's snapshot epoch advance while the caller holds
+  // every worker's mutex: abort every open read-write client transaction
+  // (returns how many) and quiesce the workers. A leader that serves a
+  // snapshot holds its workers, and an open transaction, which could not end
+  // then, or an idle worker's last epoch would keep the snapshot epoch
+  // back. Called before Start.
+  virtual void SetOpenTxnAborter(std::function<size_t()> abort_with_workers_held) {}
   virtual void Start() {}
   virtual void Stop() {}
 
@@ -84,6 +92,12 @@ class Replicator : public CommitHook {
   // Connections this member serves on its accept stream (a leader's, one
   // per stream, when it follows).
   virtual size_t accept_stream_connections() const { return 0; }
+  // State transfers this member caught up by, and snapshots it served while
+  // leading (its writes paused meanwhile); both since it started.
+  struct TransferCounts {
+    uint64_t completed = 0, leader_snapshots = 0;
+  };
+  virtual TransferCounts transfer_counts() const { return {}; }
 
   // Role, epoch, watermark, streams, members, decided record, leader.
   virtual void FillStatus(v1::StatusResponse* out) const = 0;

@@ -121,6 +121,7 @@ Status RolisServer::Start() {
   Status s = node_->Start(config_.worker_threads);
   if (!s.ok()) return s;
   replicator_->Attach(db_.get(), node_->worker_mutexes());
+  replicator_->SetOpenTxnAborter([node = node_.get()] { return node->UnpinSnapshotEpochWithWorkersHeld(); });
   replicator_->Start();
   if (!node_->multi_txn_workers()) {
     spdlog::warn(
@@ -137,6 +138,9 @@ Status RolisServer::Start() {
     g.stream_committed_ts = replicator_->stream_committed_ts();
     g.flow_control_wait_nanos = replicator_->flow_control_wait_nanos();
     g.accept_stream_connections = replicator_->accept_stream_connections();
+    Replicator::TransferCounts transfers = replicator_->transfer_counts();
+    g.state_transfers = transfers.completed;
+    g.leader_snapshots = transfers.leader_snapshots;
     g.open_txns = node_->open_txns();
     g.memory_bytes = ResidentBytes();
     DatabaseStats st = db_->Stats();

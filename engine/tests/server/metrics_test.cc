@@ -44,6 +44,8 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
     g.watermark_ts = 42;
     g.stream_committed_ts = {40, 42};
     g.flow_control_wait_nanos = 1'500'000'000;
+    g.state_transfers = 2;
+    g.leader_snapshots = 1;
     g.open_txns = 3;
     g.memory_bytes = 1 << 20;
     return g;
@@ -67,6 +69,8 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
            "rolis_epoch 1", "rolis_watermark_ts 42", "rolis_stream_committed_ts{stream=\"1\"} 42",
            "# TYPE rolis_replication_flow_control_wait_seconds_total counter",
            "rolis_replication_flow_control_wait_seconds_total 1.5",
+           "# TYPE rolis_replication_state_transfers_total counter", "rolis_replication_state_transfers_total 2",
+           "# TYPE rolis_replication_leader_snapshots_total counter", "rolis_replication_leader_snapshots_total 1",
            "rolis_build_info{version=\"1.2.3\"} 1", "process_start_time_seconds"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }

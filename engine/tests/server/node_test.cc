@@ -408,6 +408,31 @@ TEST_F(NodeTest, ReadWriteTransactionsLeftOpenOnADeposedLeaderAreAbortedReadOnly
   EXPECT_EQ(Read("a"), std::nullopt);
 }
 
+// The replicator, fixing a leader's snapshot, holds every worker, aborts
+// the open read-write transactions (they could not end while it holds them,
+// and they hold the engine's snapshot epoch back) and quiesces the workers.
+TEST_F(NodeTest, ReadWriteTransactionsAreAbortedWithTheWorkersHeldReadOnlyOnesStay) {
+  RoleReplicator r;
+  r.role_ = Role::kLeader;
+  Open({}, {}, 2, &r);
+  uint64_t rw = BeginTxn();
+  ASSERT_TRUE(TxnPut(rw, "a", "1").ok());
+  uint64_t ro = BeginTxn(/*read_only=*/true);
+  std::vector<std::mutex*> held = node_->worker_mutexes();
+  for (std::mutex* mu : held) mu->lock();
+  EXPECT_EQ(node_->UnpinSnapshotEpochWithWorkersHeld(), 1u);
+  for (std::mutex* mu : held) mu->unlock();
+  EXPECT_EQ(node_->open_txns(), 1);
+  EXPECT_EQ(metrics_.aborts(AbortReason::kLeaderSnapshot), 1u);
+  EXPECT_EQ(TxnCommit(rw).error_code(), StatusCode::NOT_FOUND);
+  EXPECT_TRUE(TxnCommit(ro).ok());
+  EXPECT_EQ(Read("a"), std::nullopt);
+  uint64_t next = BeginTxn();  // the worker is free again
+  ASSERT_TRUE(TxnPut(next, "a", "2").ok());
+  EXPECT_TRUE(TxnCommit(next).ok());
+  EXPECT_EQ(Read("a"), "2");
+}
+
 TEST_F(NodeTest, OneShotsInterleaveWithOpenInteractiveTransactionsOnEveryWorker) {
   Open({}, {}, 1);
   EXPECT_TRUE(node_->multi_txn_workers());
