@@ -1,7 +1,6 @@
 package replication_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -21,13 +20,7 @@ import (
 // histories linearizable. Before 2026-11-28 the old leader waited for the
 // killed member for as long as it was down.
 func TestDeposedLeaderCatchesUpFromTheNewLeaderWhileTheThirdMemberIsDown(t *testing.T) {
-	cl := startCluster(t, clusterOptions{})
-	old := elect(t, cl)
-	w := newWorkload(t, cl.clientAddrs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w.Setup(ctx)
-	w.Start(3, 1, 2, 3)
+	cl, old, w := underLoad(t, clusterOptions{}, 6)
 	time.Sleep(time.Second)
 
 	cl.partition(int(old))

@@ -30,6 +30,21 @@ func elect(t *testing.T, cl *cluster) uint32 {
 	return leader
 }
 
+// underLoad starts a cluster, runs its first election and starts the bank
+// and insert workload on it (3 transferers, 1 reader, 2 inserters, seeded):
+// how the fault scenarios begin.
+func underLoad(t *testing.T, o clusterOptions, seed uint64) (*cluster, uint32, *workload) {
+	t.Helper()
+	cl := startCluster(t, o)
+	leader := elect(t, cl)
+	w := newWorkload(t, cl.clientAddrs())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w.Setup(ctx)
+	w.Start(3, 1, 2, seed)
+	return cl, leader, w
+}
+
 func other(cl *cluster, not ...uint32) uint32 {
 	for _, m := range cl.c.Members {
 		ok := m.Running()
@@ -61,13 +76,7 @@ func runningIDs(cl *cluster, not uint32) []int {
 func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		t.Run(fmt.Sprintf("%dmembers", n), func(t *testing.T) {
-			cl := startCluster(t, clusterOptions{members: n})
-			leader := elect(t, cl)
-			w := newWorkload(t, cl.clientAddrs())
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			w.Setup(ctx)
-			w.Start(3, 1, 2, 1)
+			cl, leader, w := underLoad(t, clusterOptions{members: n}, 1)
 			time.Sleep(1500 * time.Millisecond)
 			if _, err := cl.member(int(leader)).Kill(); err != nil {
 				t.Fatal(err)
@@ -93,13 +102,7 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 // reported as a success), no acknowledged transaction lost, histories
 // linearizable; it steps down and catches up.
 func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
-	cl := startCluster(t, clusterOptions{})
-	leader := elect(t, cl)
-	w := newWorkload(t, cl.clientAddrs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w.Setup(ctx)
-	w.Start(3, 1, 2, 2)
+	cl, leader, w := underLoad(t, clusterOptions{}, 2)
 	time.Sleep(time.Second)
 	if err := cl.member(int(leader)).Pause(); err != nil {
 		t.Fatal(err)
@@ -115,7 +118,7 @@ func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
 	old := newClient(t, []string{cl.member(int(leader)).ClientAddr})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := old.Execute(pctx, client.Put([]byte("probe"), []byte("x")))
 		pcancel()
 		if err != nil && (errors.Is(err, client.ErrNotLeader) || errors.Is(err, client.ErrUnavailable)) {
@@ -145,13 +148,7 @@ func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
 // acknowledged, no acknowledged transaction lost, histories linearizable,
 // the old leader catches up (state transfer).
 func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.T) {
-	cl := startCluster(t, clusterOptions{})
-	leader := elect(t, cl)
-	w := newWorkload(t, cl.clientAddrs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w.Setup(ctx)
-	w.Start(3, 1, 2, 3)
+	cl, leader, w := underLoad(t, clusterOptions{}, 3)
 	time.Sleep(time.Second)
 	cl.partition(int(leader))
 	next, took := cl.failover(0, runningIDs(cl, leader)...)
@@ -170,13 +167,7 @@ func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.
 // rejoins by state transfer without stopping the cluster, and then carries
 // the majority with the leader when g is gone; no acknowledged txn lost.
 func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
-	cl := startCluster(t, clusterOptions{})
-	leader := elect(t, cl)
-	w := newWorkload(t, cl.clientAddrs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w.Setup(ctx)
-	w.Start(3, 1, 2, 4)
+	cl, leader, w := underLoad(t, clusterOptions{}, 4)
 	time.Sleep(time.Second)
 	f := other(cl, leader)
 	g := other(cl, leader, f)

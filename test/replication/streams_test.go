@@ -1,7 +1,6 @@
 package replication_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,16 +16,10 @@ import (
 // time, streams fixed.)
 func TestMembersWithDifferentWorkerCountsShareFixedStreams(t *testing.T) {
 	workers := map[int]int{1: 2, 2: 1, 3: 3}
-	cl := startCluster(t, clusterOptions{
+	cl, leader, w := underLoad(t, clusterOptions{
 		args:    []string{"--replication-streams=4"},
 		workers: func(id int) int { return workers[id] },
-	})
-	leader := elect(t, cl)
-	w := newWorkload(t, cl.clientAddrs())
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	w.Setup(ctx)
-	w.Start(3, 1, 2, 5)
+	}, 5)
 	time.Sleep(time.Second)
 
 	// A follower restarts with 4 workers (a rolling change of workerThreads).

@@ -41,6 +41,18 @@ prometheus::ClientMetric Counter(double v, std::vector<prometheus::ClientMetric:
   return m;
 }
 
+// A family of one metric without labels.
+prometheus::MetricFamily OneGauge(std::string name, std::string help, double v) {
+  prometheus::MetricFamily f = Family(std::move(name), std::move(help), prometheus::MetricType::Gauge);
+  f.metric.push_back(Gauge(v));
+  return f;
+}
+prometheus::MetricFamily OneCounter(std::string name, std::string help, double v) {
+  prometheus::MetricFamily f = Family(std::move(name), std::move(help), prometheus::MetricType::Counter);
+  f.metric.push_back(Counter(v));
+  return f;
+}
+
 }  // namespace
 
 std::string_view MethodName(Method m) {
@@ -53,8 +65,8 @@ std::string_view MethodName(Method m) {
 }
 
 std::string_view AbortReasonName(AbortReason r) {
-  static constexpr std::string_view kNames[] = {"conflict", "condition", "client", "expired", "error", "shutdown", "not_leader",
-                                                "leader_snapshot"};
+  static constexpr std::string_view kNames[] = {"conflict", "condition", "client",     "expired",
+                                                 "error",    "shutdown",  "not_leader", "leader_snapshot"};
   static_assert(std::size(kNames) == static_cast<size_t>(AbortReason::kCount));
   return kNames[static_cast<int>(r)];
 }
@@ -121,10 +133,9 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   using prometheus::MetricType;
   std::vector<prometheus::MetricFamily> out;
 
-  auto commits_f = Family("rolis_commits_total", "Transactions committed (one-shot and interactive, read-only included).",
-                          MetricType::Counter);
-  commits_f.metric.push_back(Counter(static_cast<double>(commits())));
-  out.push_back(std::move(commits_f));
+  out.push_back(OneCounter("rolis_commits_total",
+                           "Transactions committed (one-shot and interactive, read-only included).",
+                           static_cast<double>(commits())));
 
   auto aborts_f = Family("rolis_aborts_total", "Transactions or attempts that ended without committing, by reason.",
                          MetricType::Counter);
@@ -169,33 +180,28 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   }
   out.push_back(std::move(req));
 
-  auto inflight_f = Family("rolis_inflight_txns", "One-shot transactions being executed or waiting for the watermark.",
-                           MetricType::Gauge);
-  inflight_f.metric.push_back(Gauge(static_cast<double>(std::max<int64_t>(0, inflight()))));
-  out.push_back(std::move(inflight_f));
+  out.push_back(OneGauge("rolis_inflight_txns",
+                         "One-shot transactions being executed or waiting for the watermark.",
+                         static_cast<double>(std::max<int64_t>(0, inflight()))));
 
   GaugeValues g;
   if (gauge_source_) g = gauge_source_();
 
-  auto open_f = Family("rolis_open_txns", "Open interactive transactions.", MetricType::Gauge);
-  open_f.metric.push_back(Gauge(static_cast<double>(g.open_txns)));
-  out.push_back(std::move(open_f));
+  out.push_back(OneGauge("rolis_open_txns", "Open interactive transactions.", static_cast<double>(g.open_txns)));
 
-  auto mem = Family("rolis_memory_bytes", "Resident set size of the process.", MetricType::Gauge);
-  mem.metric.push_back(Gauge(static_cast<double>(g.memory_bytes)));
-  out.push_back(std::move(mem));
+  out.push_back(OneGauge("rolis_memory_bytes",
+                         "Resident set size of the process.",
+                         static_cast<double>(g.memory_bytes)));
 
   auto role = Family("rolis_role", "1 for the role this member is in, 0 for the others.", MetricType::Gauge);
   for (const char* r : kRoles) role.metric.push_back(Gauge(g.role == r ? 1.0 : 0.0, {{"role", r}}));
   out.push_back(std::move(role));
 
-  auto epoch = Family("rolis_epoch", "Replication epoch this member is in.", MetricType::Gauge);
-  epoch.metric.push_back(Gauge(static_cast<double>(g.epoch)));
-  out.push_back(std::move(epoch));
+  out.push_back(OneGauge("rolis_epoch", "Replication epoch this member is in.", static_cast<double>(g.epoch)));
 
-  auto wm = Family("rolis_watermark_ts", "Commit watermark G (timestamp part of the key).", MetricType::Gauge);
-  wm.metric.push_back(Gauge(static_cast<double>(g.watermark_ts)));
-  out.push_back(std::move(wm));
+  out.push_back(OneGauge("rolis_watermark_ts",
+                         "Commit watermark G (timestamp part of the key).",
+                         static_cast<double>(g.watermark_ts)));
 
   auto streams = Family("rolis_stream_committed_ts",
                         "Per worker stream: timestamp of the last committed (majority-accepted) batch.",
@@ -205,48 +211,37 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   }
   out.push_back(std::move(streams));
 
-  auto flow = Family("rolis_replication_flow_control_wait_seconds_total",
-                     "Time the workers waited for the replication log to take their batches (a majority falling "
-                     "behind: flow control).",
-                     MetricType::Counter);
-  flow.metric.push_back(Counter(static_cast<double>(g.flow_control_wait_nanos) / 1e9));
-  out.push_back(std::move(flow));
+  out.push_back(OneCounter("rolis_replication_flow_control_wait_seconds_total",
+                           "Time the workers waited for the replication log to take their batches (a majority "
+                           "falling behind: flow control).",
+                           static_cast<double>(g.flow_control_wait_nanos) / 1e9));
 
-  auto accept_stream = Family("rolis_replication_accept_stream_connections",
-                              "Connections this member serves on its accept stream (from the leader, one per "
-                              "stream; 0 when accepts reach it on the replication port).",
-                              MetricType::Gauge);
-  accept_stream.metric.push_back(Gauge(static_cast<double>(g.accept_stream_connections)));
-  out.push_back(std::move(accept_stream));
+  out.push_back(OneGauge("rolis_replication_accept_stream_connections",
+                         "Connections this member serves on its accept stream (from the leader, one per stream; 0 "
+                         "when accepts reach it on the replication port).",
+                         static_cast<double>(g.accept_stream_connections)));
 
-  auto transfers = Family("rolis_replication_state_transfers_total",
-                          "State transfers this member caught up by (a snapshot of another member's store "
-                          "and the log after it: after a restart empty, or when a failover discarded its "
-                          "commits).",
-                          MetricType::Counter);
-  transfers.metric.push_back(Counter(static_cast<double>(g.state_transfers)));
-  out.push_back(std::move(transfers));
+  out.push_back(OneCounter("rolis_replication_state_transfers_total",
+                           "State transfers this member caught up by (a snapshot of another member's store and the "
+                           "log after it: after a restart empty, or when a failover discarded its commits).",
+                           static_cast<double>(g.state_transfers)));
 
-  auto leader_snapshots = Family("rolis_replication_leader_snapshots_total",
-                                 "Snapshots this member served to a catching-up member while leading: no caught-up "
-                                 "follower could, and its writes paused while the snapshot was fixed.",
-                                 MetricType::Counter);
-  leader_snapshots.metric.push_back(Counter(static_cast<double>(g.leader_snapshots)));
-  out.push_back(std::move(leader_snapshots));
+  out.push_back(OneCounter("rolis_replication_leader_snapshots_total",
+                           "Snapshots this member served to a catching-up member while leading: no caught-up "
+                           "follower could, and its writes paused while the snapshot was fixed.",
+                           static_cast<double>(g.leader_snapshots)));
 
-  auto workers = Family("rolis_worker_threads", "Engine workers (= replication streams).", MetricType::Gauge);
-  workers.metric.push_back(Gauge(g.worker_threads));
-  out.push_back(std::move(workers));
+  out.push_back(OneGauge("rolis_worker_threads", "Engine workers (= replication streams).", g.worker_threads));
 
-  auto live = Family("rolis_engine_live_records", "Records in the engine's tables.", MetricType::Gauge);
-  live.metric.push_back(Gauge(static_cast<double>(g.engine_live_records)));
-  out.push_back(std::move(live));
-  auto versions = Family("rolis_engine_live_versions", "Record versions not yet reclaimed.", MetricType::Gauge);
-  versions.metric.push_back(Gauge(static_cast<double>(g.engine_live_versions)));
-  out.push_back(std::move(versions));
-  auto eepoch = Family("rolis_engine_epoch", "The engine's current snapshot epoch counter.", MetricType::Gauge);
-  eepoch.metric.push_back(Gauge(static_cast<double>(g.engine_epoch)));
-  out.push_back(std::move(eepoch));
+  out.push_back(OneGauge("rolis_engine_live_records",
+                         "Records in the engine's tables.",
+                         static_cast<double>(g.engine_live_records)));
+  out.push_back(OneGauge("rolis_engine_live_versions",
+                         "Record versions not yet reclaimed.",
+                         static_cast<double>(g.engine_live_versions)));
+  out.push_back(OneGauge("rolis_engine_epoch",
+                         "The engine's current snapshot epoch counter.",
+                         static_cast<double>(g.engine_epoch)));
 
   auto build = Family("rolis_build_info", "Always 1; the version label is the build's version.", MetricType::Gauge);
   build.metric.push_back(Gauge(1, {{"version", version_}}));

@@ -89,6 +89,15 @@ class NodeTest : public ::testing::Test {
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp.txn_id();
   }
+  // On a leader (r), a read-write transaction that put "a" and a read-only
+  // one, both left open; returns their ids.
+  std::pair<uint64_t, uint64_t> LeaveTwoOpen(RoleReplicator* r) {
+    r->role_ = Role::kLeader;
+    Open({}, {}, 2, r);
+    uint64_t rw = BeginTxn();
+    EXPECT_TRUE(TxnPut(rw, "a", "1").ok());
+    return {rw, BeginTxn(/*read_only=*/true)};
+  }
   grpc::Status TxnPut(uint64_t id, const std::string& k, const std::string& v) {
     v1::PutRequest req;
     req.set_txn_id(id);
@@ -391,17 +400,13 @@ TEST_F(NodeTest, LeadershipLostBeforeCommitAbortsTheTransaction) {
 
 TEST_F(NodeTest, ReadWriteTransactionsLeftOpenOnADeposedLeaderAreAbortedReadOnlyOnesStay) {
   RoleReplicator r;
-  r.role_ = Role::kLeader;
-  Open({}, {}, 2, &r);
-  uint64_t rw = BeginTxn();
-  ASSERT_TRUE(TxnPut(rw, "a", "1").ok());
-  uint64_t ro = BeginTxn(/*read_only=*/true);
+  auto [rw, ro] = LeaveTwoOpen(&r);
   EXPECT_EQ(node_->AbortUncommittable(), 0u);  // still leading: nothing to do
   EXPECT_EQ(node_->open_txns(), 2);
   r.role_ = Role::kFollower;
   EXPECT_EQ(node_->AbortUncommittable(), 1u);
-  EXPECT_EQ(node_->open_txns(), 1);
   EXPECT_EQ(metrics_.aborts(AbortReason::kNotLeader), 1u);
+  EXPECT_EQ(node_->open_txns(), 1);
   EXPECT_EQ(TxnCommit(rw).error_code(), StatusCode::NOT_FOUND);
   EXPECT_TRUE(TxnCommit(ro).ok());
   r.role_ = Role::kLeader;
@@ -413,17 +418,13 @@ TEST_F(NodeTest, ReadWriteTransactionsLeftOpenOnADeposedLeaderAreAbortedReadOnly
 // and they hold the engine's snapshot epoch back) and quiesces the workers.
 TEST_F(NodeTest, ReadWriteTransactionsAreAbortedWithTheWorkersHeldReadOnlyOnesStay) {
   RoleReplicator r;
-  r.role_ = Role::kLeader;
-  Open({}, {}, 2, &r);
-  uint64_t rw = BeginTxn();
-  ASSERT_TRUE(TxnPut(rw, "a", "1").ok());
-  uint64_t ro = BeginTxn(/*read_only=*/true);
+  auto [rw, ro] = LeaveTwoOpen(&r);
   std::vector<std::mutex*> held = node_->worker_mutexes();
   for (std::mutex* mu : held) mu->lock();
   EXPECT_EQ(node_->UnpinSnapshotEpochWithWorkersHeld(), 1u);
   for (std::mutex* mu : held) mu->unlock();
-  EXPECT_EQ(node_->open_txns(), 1);
   EXPECT_EQ(metrics_.aborts(AbortReason::kLeaderSnapshot), 1u);
+  EXPECT_EQ(node_->open_txns(), 1);
   EXPECT_EQ(TxnCommit(rw).error_code(), StatusCode::NOT_FOUND);
   EXPECT_TRUE(TxnCommit(ro).ok());
   EXPECT_EQ(Read("a"), std::nullopt);
