@@ -140,6 +140,10 @@ void PaxosReplicator::Start() {
   int port = 0;
   // Listen on every interface at the port of this member's --peers entry.
   b.AddListeningPort("0.0.0.0:" + PortOf(repl_address_), creds_.server, &port);
+  // gRPC sets SO_REUSEPORT by default: a second process on this port would
+  // start and take part of the connections (another member's, or another
+  // benchmark's follower that picked the same free port). Fail instead.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   b.RegisterService(service_.get());
   b.SetMaxReceiveMessageSize(512 << 20);
   b.SetMaxSendMessageSize(512 << 20);

@@ -163,6 +163,9 @@ Status RolisServer::Start() {
   {
     grpc::ServerBuilder b;
     b.AddListeningPort(GrpcAddress(config_.listen), creds, &client_port_);
+    // gRPC sets SO_REUSEPORT by default: a second rolisd on this port would
+    // start and take part of the connections. It fails to start instead.
+    b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     b.RegisterService(client_service_.get());
     b.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
     b.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
@@ -174,6 +177,7 @@ Status RolisServer::Start() {
   {
     grpc::ServerBuilder b;
     b.AddListeningPort(GrpcAddress(config_.admin_listen), creds, &admin_port_);
+    b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     b.RegisterService(admin_service_.get());
     b.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
     admin_server_ = b.BuildAndStart();
