@@ -23,6 +23,9 @@ const (
 	sampleName      = "rolis-sample"
 	// operatorImage is what make images builds and the chart deploys.
 	operatorImage = "rolis/rolis-operator:0.1.0"
+	// runLabel marks the namespaces the suite creates, so that a later run
+	// finds those an interrupted run left behind (removeLeftovers).
+	runLabel = "e2e.rolis.io/run"
 )
 
 // run runs a command with a time limit and returns its combined output.
@@ -80,6 +83,7 @@ func newNamespace(prefix string) string {
 	GinkgoHelper()
 	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000)
 	must(30*time.Second, "create", "namespace", ns)
+	must(30*time.Second, "label", "namespace", ns, runLabel+"=true")
 	DeferCleanup(func() {
 		if CurrentSpecReport().Failed() {
 			saveArtifacts(ns)
@@ -90,6 +94,24 @@ func newNamespace(prefix string) string {
 		}
 	})
 	return ns
+}
+
+// removeLeftovers deletes the namespaces that an interrupted run (a killed
+// suite, a Docker daemon stopped under it) left with their clusters in them.
+// Its members come back with the node and would run beside this run's,
+// idle but not free: on a 2-core machine a left-over cluster's heartbeats
+// and the restarting control plane failed the probes of this run's pods.
+func removeLeftovers() {
+	GinkgoHelper()
+	out := must(time.Minute, "get", "namespaces", "-l", runLabel, "-o", "name")
+	left := strings.Fields(out)
+	if len(left) == 0 {
+		return
+	}
+	start := time.Now()
+	GinkgoWriter.Printf("deleting %d namespaces left by an interrupted run: %s\n", len(left), strings.Join(left, " "))
+	must(6*time.Minute, append([]string{"delete", "--wait=true", "--timeout=5m"}, left...)...)
+	GinkgoWriter.Printf("left-over namespaces deleted in %v\n", time.Since(start).Round(time.Second))
 }
 
 // getCluster reads a RolisCluster as kubectl shows it.

@@ -73,4 +73,5 @@ var _ = BeforeSuite(func() {
 	}).WithTimeout(5*time.Minute).WithPolling(5*time.Second).Should(Succeed(),
 		func() string { return "the Kind cluster must be up (make kind-up): " + out })
 	installOperator()
+	removeLeftovers()
 })
