@@ -26,17 +26,27 @@ import (
 //	ROLISD_BIN=$PWD/bin/rolisd ROLIS_IDLE_RUNS=15 go test -count=1 -v -run TestIdleCPU ./test/replication/
 //
 // The members run with rolisd's defaults (batch timeout 1 ms, epoch period
-// 40 ms, 2 worker threads).
+// 40 ms, 2 worker threads); ROLIS_IDLE_STREAMS=N gives them N replication
+// streams (the sample RolisCluster has 8: each idle stream heartbeats), and
+// ROLIS_IDLE_ARGS adds rolisd flags (space-separated).
 func TestIdleCPU(t *testing.T) {
 	runs := runsFromEnv(t, "ROLIS_IDLE_RUNS", "a benchmark: set ROLIS_IDLE_RUNS=N to run it")
 	window := 10 * time.Second
-	c := testserver.Start(t, testserver.Options{Members: 3, Args: []string{"--worker-threads=2"}})
+	args := []string{"--worker-threads=2"}
+	streams, _ := strconv.Atoi(os.Getenv("ROLIS_IDLE_STREAMS"))
+	if streams > 0 {
+		args = append(args, fmt.Sprintf("--replication-streams=%d", streams))
+	} else {
+		streams = 2
+	}
+	args = append(args, strings.Fields(os.Getenv("ROLIS_IDLE_ARGS"))...)
+	c := testserver.Start(t, testserver.Options{Members: 3, Args: args})
 	cl := &cluster{t: t, c: c}
 	leader, _ := cl.failover(1)
 	use := idleUsage(t, cl, 2*time.Second, window)
 	idle, warm := putLatencies(t, cl, runs)
 
-	fmt.Printf("idle 3-member cluster (%s), over %v, loadavg %s\n", os.Getenv("ROLISD_BIN"), window, loadavg())
+	fmt.Printf("idle 3-member cluster (%s, %d streams), over %v, loadavg %s\n", os.Getenv("ROLISD_BIN"), streams, window, loadavg())
 	fmt.Printf("%-8s %-9s %8s %10s\n", "member", "role", "cpu", "wakeups/s")
 	roles := map[bool]string{true: "leader", false: "follower"}
 	for _, m := range c.Members {
@@ -52,7 +62,7 @@ func TestIdleCPU(t *testing.T) {
 		}
 	}
 	line, _ := json.Marshal(map[string]any{
-		"benchmark": "idle_cpu", "members": 3, "window_s": window.Seconds(), "leader_cpu": use[int(leader)].cpu,
+		"benchmark": "idle_cpu", "members": 3, "streams": streams, "window_s": window.Seconds(), "leader_cpu": use[int(leader)].cpu,
 		"follower_cpu": followers, "leader_wakeups_per_s": use[int(leader)].wakeups,
 		"follower_wakeups_per_s": followerWakeups, "put_after_idle_p50_ms": ms(idle), "put_warm_p50_ms": ms(warm),
 		"runs": runs,

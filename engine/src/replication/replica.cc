@@ -499,9 +499,14 @@ void Replica::LeaderLoop() {
     // read that waits for G wakes the loop (AwaitWatermark), as do replies.
     const bool rest = lmode_ == LMode::kIdle || (lmode_ == LMode::kOpen && !waited_on_);
     if (resting_.load(std::memory_order_relaxed) != rest) resting_.store(rest, std::memory_order_relaxed);
-    auto tick = rest ? std::chrono::microseconds(10000)
-                     : std::max(std::chrono::microseconds(100), std::min(opts_.batch_timeout / 2,
-                                                                         std::chrono::microseconds(500)));
+    // Not leading, the loop has nothing to do until a kick (leading begins
+    // with one); resting, it only times heartbeats and retransmissions.
+    const auto rest_tick = std::clamp<std::chrono::microseconds>(opts_.idle_heartbeat / 4, std::chrono::milliseconds(1),
+                                                                  kMaxRestTick);
+    auto tick = lmode_ == LMode::kIdle ? std::chrono::microseconds(opts_.idle_heartbeat)
+                : rest                 ? rest_tick
+                                       : std::max(std::chrono::microseconds(100),
+                                                  std::min(opts_.batch_timeout / 2, std::chrono::microseconds(500)));
     loop_cv_.wait_for(lk, tick, [&] { return loop_kick_ || kick_.load(std::memory_order_acquire) || stop_.load(); });
     loop_kick_ = false;
     kick_.store(false, std::memory_order_relaxed);
@@ -901,7 +906,9 @@ void Replica::OnAcceptReply(uint32_t peer, const AcceptReply& r) {
     std::lock_guard<std::mutex> g(inbox_mu_);
     inbox_.push_back({peer, r});
   }
-  WakeLoop();
+  // A resting loop takes replies at its next tick: nothing waits for G
+  // (a waiter wakes the loop itself, which then ticks fast).
+  if (!resting_.load(std::memory_order_relaxed)) WakeLoop();
 }
 
 void Replica::OnLinkReset(uint32_t peer, uint32_t stream) {
@@ -1104,7 +1111,7 @@ void Replica::ReplayLoop() {
   bool idle_quiesced = false;
   auto last_horizon = SteadyClock::now();
   while (!stop_.load()) {
-    replay_cv_.wait_for(lk, std::chrono::milliseconds(5), [&] { return replay_kick_ || stop_.load(); });
+    replay_cv_.wait_for(lk, kReplayIdleWait, [&] { return replay_kick_ || stop_.load(); });
     replay_kick_ = false;
     if (stop_.load() || replay_paused_ || !db_ || !replay_worker_) continue;
     bool progress = ReplayOnce();
@@ -2526,7 +2533,9 @@ Status Replica::TransferState() {
     }
     control_.Adopt(vote);
     replay_paused_ = false;
+    replay_kick_ = true;  // the log after the snapshot may be here already
   }
+  replay_cv_.notify_one();
   {
     std::lock_guard<std::mutex> g(lmu_);
     deposed_epoch_ = deposed_max_ts_ = 0;
