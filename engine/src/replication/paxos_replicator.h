@@ -46,7 +46,7 @@ class PaxosReplicator final : public server::Replicator {
   }
   void RegisterStream(WorkerId worker, uint32_t stream) override { replica_->RegisterStream(worker, stream); }
   void Attach(Database* db, std::vector<std::mutex*> worker_mutexes) override;
-  void SetOpenTxnAborter(std::function<size_t()> f) override { replica_->SetOpenTxnAborter(std::move(f)); }
+  void SetSnapshotEpochUnpinner(std::function<size_t()> f) override { replica_->SetSnapshotEpochUnpinner(std::move(f)); }
   void Start() override;
   void Stop() override;
 

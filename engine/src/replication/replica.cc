@@ -2234,7 +2234,7 @@ SnapshotReply Replica::LeaderSnapshot() {
   // nearly always one (a deposed leader waited 15 s to 30 s+ for a moment
   // without). They are aborted, as a failover would (clients retry), and the
   // held workers quiesced (an idle one still publishes its last epoch).
-  const size_t aborted = abort_open_txns_ ? abort_open_txns_() : 0;
+  const size_t aborted = unpin_snapshot_epoch_ ? unpin_snapshot_epoch_() : 0;
   if (!AwaitEngineSnapshot(std::chrono::milliseconds(250))) {
     return fail("the engine's snapshot epoch does not advance");
   }

@@ -147,9 +147,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // Start, after the Database is open.
   void Attach(Database* db, std::vector<std::mutex*> worker_mutexes);
   // Aborts the open read-write client transactions and quiesces the workers;
-  // called with every worker's mutex held (server::Replicator::SetOpenTxnAborter).
+  // called with every worker's mutex held (server::Replicator::SetSnapshotEpochUnpinner).
   // Before Start.
-  void SetOpenTxnAborter(std::function<size_t()> f) { abort_open_txns_ = std::move(f); }
+  void SetSnapshotEpochUnpinner(std::function<size_t()> f) { unpin_snapshot_epoch_ = std::move(f); }
   void RegisterStream(WorkerId worker, uint32_t stream);
   void Start();
   void Stop();
@@ -327,7 +327,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
   std::mutex snap_mu_;
   std::vector<std::mutex*> worker_mu_;
-  std::function<size_t()> abort_open_txns_;
+  std::function<size_t()> unpin_snapshot_epoch_;
   std::vector<std::unique_ptr<std::mutex>> idle_stream_mu_;  // for streams without a worker
   std::array<std::atomic<uint32_t>, 1024> stream_of_worker_{};
 

@@ -100,7 +100,7 @@ class Node {
   size_t AbortUncommittable();
   // Lets the engine's snapshot epoch advance while the caller holds every
   // worker's mutex (the replicator fixing a leader's snapshot:
-  // Replicator::SetOpenTxnAborter): aborts every open read-write
+  // Replicator::SetSnapshotEpochUnpinner): aborts every open read-write
   // transaction and quiesces the workers. Returns how many it aborted.
   size_t UnpinSnapshotEpochWithWorkersHeld();
 

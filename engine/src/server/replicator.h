@@ -56,7 +56,7 @@ class Replicator : public CommitHook {
   // snapshot holds its workers, and an open transaction, which could not end
   // then, or an idle worker's last epoch would keep the snapshot epoch
   // back. Called before Start.
-  virtual void SetOpenTxnAborter(std::function<size_t()> abort_with_workers_held) {}
+  virtual void SetSnapshotEpochUnpinner(std::function<size_t()> abort_with_workers_held) {}
   virtual void Start() {}
   virtual void Stop() {}
 

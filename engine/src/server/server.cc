@@ -9,13 +9,7 @@
 
 #include <fstream>
 
-#ifndef ROLIS_VERSION
-#define ROLIS_VERSION "0.0.0-dev"
-#endif
-
 namespace rolis::server {
-
-const char* Version() { return ROLIS_VERSION; }
 
 namespace {
 
@@ -121,7 +115,7 @@ Status RolisServer::Start() {
   Status s = node_->Start(config_.worker_threads);
   if (!s.ok()) return s;
   replicator_->Attach(db_.get(), node_->worker_mutexes());
-  replicator_->SetOpenTxnAborter([node = node_.get()] { return node->UnpinSnapshotEpochWithWorkersHeld(); });
+  replicator_->SetSnapshotEpochUnpinner([node = node_.get()] { return node->UnpinSnapshotEpochWithWorkersHeld(); });
   replicator_->Start();
   if (!node_->multi_txn_workers()) {
     spdlog::warn(
