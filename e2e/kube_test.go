@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -11,6 +10,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
@@ -114,14 +117,31 @@ func removeLeftovers() {
 	GinkgoWriter.Printf("left-over namespaces deleted in %v\n", time.Since(start).Round(time.Second))
 }
 
-// getCluster reads a RolisCluster as kubectl shows it.
-func getCluster(ns, name string) (*dbv1.RolisCluster, error) {
-	out, err := kubectl(20*time.Second, "-n", ns, "get", "roliscluster", name, "-o", "json")
+// kube is the suite's API client for the reads it polls. Each read was a
+// kubectl process (waitNewLeader reads every 200 ms): on the 2-core VM
+// that kept much of a CPU busy while the cluster under test failed over.
+var kube ctrlclient.Client
+
+// newKubeClient is a client of the kubeconfig context kubectl uses.
+func newKubeClient() (ctrlclient.Client, error) {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(),
+		&clientcmd.ConfigOverrides{CurrentContext: E.Context}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, out)
+		return nil, fmt.Errorf("kubeconfig context %s: %w", E.Context, err)
 	}
+	scheme := runtime.NewScheme()
+	if err := dbv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	return ctrlclient.New(cfg, ctrlclient.Options{Scheme: scheme})
+}
+
+// getCluster reads a RolisCluster.
+func getCluster(ns, name string) (*dbv1.RolisCluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	var c dbv1.RolisCluster
-	if err := json.Unmarshal([]byte(out), &c); err != nil {
+	if err := kube.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &c); err != nil {
 		return nil, err
 	}
 	return &c, nil

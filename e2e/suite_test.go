@@ -72,6 +72,8 @@ var _ = BeforeSuite(func() {
 		return err
 	}).WithTimeout(5*time.Minute).WithPolling(5*time.Second).Should(Succeed(),
 		func() string { return "the Kind cluster must be up (make kind-up): " + out })
+	kube, err = newKubeClient()
+	Expect(err).NotTo(HaveOccurred())
 	installOperator()
 	removeLeftovers()
 })
