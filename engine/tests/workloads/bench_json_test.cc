@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "server/config.h"
 
@@ -217,15 +218,18 @@ TEST(RolisBench, TimelineSplitsTheWindowIntoIntervals) {
   ASSERT_TRUE(f.count("timeline")) << LastLine(out);
   const std::string points = std::get<std::string>(f["timeline"]);
   EXPECT_TRUE(points == "[4]" || points == "[3]" || points == "[5]") << points;  // a late last poll may split one
-  int lines = 0;
+  std::vector<double> tps;
   for (size_t at = out.find("  at "); at != std::string::npos; at = out.find("  at ", at + 1)) {
-    double end_s = 0, tps = 0;
-    ASSERT_EQ(std::sscanf(out.c_str() + at, "  at %lf s: %lf txn/s", &end_s, &tps), 2);
-    EXPECT_GT(tps, 0);
+    double end_s = 0, t = 0;
+    ASSERT_EQ(std::sscanf(out.c_str() + at, "  at %lf s: %lf txn/s", &end_s, &t), 2);
     EXPECT_LE(end_s, 2.0 * 1.5);
-    ++lines;
+    tps.push_back(t);
   }
-  EXPECT_EQ("[" + std::to_string(lines) + "]", points);
+  ASSERT_FALSE(tps.empty()) << out;
+  // The last interval may be the sliver after a late poll, with no commit
+  // in it (seen once under ctest -j2); every other one has throughput.
+  for (size_t i = 0; i + 1 < tps.size(); i++) EXPECT_GT(tps[i], 0) << "interval " << i << "\n" << out;
+  EXPECT_EQ("[" + std::to_string(tps.size()) + "]", points);
   code = -1;
   out = RunBench("--workload=ycsbpp --threads=1 --seconds=1 --warmup=0 --ycsb-keys=10000", &code);
   ASSERT_EQ(code, 0) << out;
