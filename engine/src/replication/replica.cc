@@ -496,7 +496,8 @@ void Replica::LeaderLoop() {
   std::unique_lock<std::mutex> lk(lmu_);
   while (!stop_.load()) {
     // Fast ticks only while batches may need closing soon: a commit or a
-    // read that waits for G wakes the loop (AwaitWatermark), as do replies.
+    // read that waits for G wakes the loop (AwaitWatermark), as do replies
+    // while it ticks fast (OnAcceptReply).
     const bool rest = lmode_ == LMode::kIdle || (lmode_ == LMode::kOpen && !waited_on_);
     if (resting_.load(std::memory_order_relaxed) != rest) resting_.store(rest, std::memory_order_relaxed);
     // Not leading, the loop has nothing to do until a kick (leading begins
