@@ -48,6 +48,8 @@ type unitAdmin struct {
 	calls   map[string]int
 	prepErr error
 	openErr error
+	// statusErr, when set, is what Status answers (a member that does not answer).
+	statusErr error
 }
 
 func (a *unitAdmin) count(m string) {
@@ -58,6 +60,9 @@ func (a *unitAdmin) count(m string) {
 
 func (a *unitAdmin) Status(context.Context) (*rolisv1.StatusResponse, error) {
 	a.count("Status")
+	if a.statusErr != nil {
+		return nil, a.statusErr
+	}
 	return a.status, nil
 }
 
@@ -556,4 +561,38 @@ func TestAnOpenThatIsStillInProgressIsAskedAgainWithoutBackoff(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(e.dialer[1].calls["OpenEpoch"]).To(Equal(2))
 	g.Expect(e.dialer[1].calls["PrepareFailover"]).To(Equal(1), "the record is final: no new decision")
+}
+
+// The kubelet's SIGTERM stops the leader's admin API as soon as its pod is
+// deleted; a reconcile whose cache does not show the deletion yet must not
+// take it for a suspicion (a LeaderUnhealthy warning, failover.timeout of
+// waiting): the operator reads the pod itself before calling the leader
+// unhealthy.
+func TestALeaderWhosePodTheCacheDoesNotShowDeletedYetIsSwitchedOverAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	e := servingCluster(t)
+	_, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
+	e.events()
+
+	e.dialer[1].statusErr = status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	deleted := metav1.NewTime(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
+	e.r.APIReader = interceptor.NewClient(e.c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if p, ok := obj.(*corev1.Pod); ok && p.Name == "db-1" {
+				p.DeletionTimestamp = &deleted // what the API server knows and the cache does not yet
+			}
+			return nil
+		},
+	})
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	evs := e.events()
+	g.Expect(evs).To(ContainElement(And(ContainSubstring(ReasonLeaderLeaving), ContainSubstring("db-1 is being deleted"))))
+	g.Expect(evs).NotTo(ContainElement(ContainSubstring(ReasonLeaderUnhealthy)))
+	g.Expect(e.dialer[2].calls["PrepareFailover"]+e.dialer[3].calls["PrepareFailover"]).To(Equal(1), "switched over at once")
 }

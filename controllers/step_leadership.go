@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -161,6 +162,9 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		return r.promote(ctx, s, nil, "initial election")
 
 	default: // Unhealthy
+		if !s.assessment.Gone && s.mem.leaderUnhealthySince.IsZero() {
+			r.rereadLeaderPod(ctx, s, rec)
+		}
 		now := r.now()
 		if why := restarted(s); why != "" && !s.assessment.Gone {
 			s.assessment.Gone, s.assessment.Reason = true, why
@@ -200,6 +204,29 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		}
 		return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
 	}
+}
+
+// rereadLeaderPod reads the leader's pod around the informer cache before
+// the operator first calls the leader unhealthy: a pod deletion stops
+// rolisd's admin API at once (the kubelet's SIGTERM), and a reconcile that
+// listed the pods just before it would take the planned switchover for a
+// suspicion (a LeaderUnhealthy warning and a wait of failover.timeout).
+func (r *Reconciler) rereadLeaderPod(ctx context.Context, s *state, rec *rolisv1.EpochRecord) {
+	l := s.assessment.Leader
+	if l == nil || r.APIReader == nil {
+		return
+	}
+	p := &corev1.Pod{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: l.Pod}, p)
+	switch {
+	case apierrors.IsNotFound(err):
+		l.PodExists, l.Deleting = false, false
+	case err != nil:
+		return // the cached pod stands
+	default:
+		l.Deleting = !p.DeletionTimestamp.IsZero()
+	}
+	s.assessment = leadership.AssessLeader(s.members, rec)
 }
 
 // restarted says why the decided leader's process is not the one that led
