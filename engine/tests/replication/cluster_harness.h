@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +87,7 @@ class Cluster {
   explicit Cluster(ClusterOptions o) : o_(o), net_(o.seed) {
     for (uint32_t i = 1; i <= o_.members; i++) ids_.push_back(i);
     members_.resize(o_.members + 1);
+    for (uint32_t id = 0; id <= o_.members; id++) life_.push_back(std::make_unique<std::shared_mutex>());
     const uint32_t first = o_.initial > 0 ? o_.initial : o_.members;
     for (uint32_t id = 1; id <= first; id++) Boot(id);
     // A new cluster: every member probes the others and starts voting.
@@ -106,6 +108,7 @@ class Cluster {
   const std::vector<uint32_t>& ids() const { return ids_; }
 
   void Boot(uint32_t id) {
+    std::unique_lock<std::shared_mutex> booting(*life_[id]);
     auto mem = std::make_unique<Member>();
     Member* p = mem.get();
     p->id = id;
@@ -161,7 +164,11 @@ class Cluster {
   }
 
   // kill -9: the member vanishes from the network at once, then stops.
+  // It waits for the Commits running on the member (each ends by its
+  // timeout: the stop fails the one waiting for replication), since it
+  // frees the objects they use.
   void Crash(uint32_t id) {
+    std::unique_lock<std::shared_mutex> crashing(*life_[id]);
     if (!members_[id] || !members_[id]->up) return;
     Member& p = *members_[id];
     p.up = false;
@@ -198,19 +205,31 @@ class Cluster {
     p.workers[t]->Quiesce();  // an idle worker must not hold the engine's snapshot back
     return ts;
   }
-  // Commits and waits for the acknowledgement (bounded).
+  // Commits and waits for the acknowledgement (bounded). Safe from any
+  // thread while others crash and restart members: a member that is down
+  // refuses.
   enum class Ack { kAcked, kRefused, kTimeout, kAborted };
   Ack Commit(uint32_t id, uint32_t t, const std::function<Status(Transaction*)>& body,
              std::chrono::milliseconds timeout = 3000ms) {
-    if (m(id).replica->role() != Role::kLeader) return Ack::kRefused;
-    uint64_t ts = Run(id, t, body);
-    if (ts == 0) return Ack::kAborted;
     auto* w = new FutureWaiter();
     auto f = w->future();
-    if (m(id).replica->AwaitWatermark(ts, w)) {
-      delete w;
-      return Ack::kAcked;
+    {
+      std::shared_lock<std::shared_mutex> alive(*life_[id]);
+      if (!Up(id) || m(id).replica->role() != Role::kLeader) {
+        delete w;
+        return Ack::kRefused;
+      }
+      uint64_t ts = Run(id, t, body);
+      if (ts == 0) {
+        delete w;
+        return Ack::kAborted;
+      }
+      if (m(id).replica->AwaitWatermark(ts, w)) {
+        delete w;
+        return Ack::kAcked;
+      }
     }
+    // The wait holds nothing of the member: a crash's stop fails the waiter.
     if (f.wait_for(timeout) != std::future_status::ready) return Ack::kTimeout;  // leaks w: the replica still holds it
     bool ok = f.get();
     delete w;
@@ -343,6 +362,8 @@ class Cluster {
   LocalNetwork net_;
   std::vector<uint32_t> ids_;
   std::vector<std::unique_ptr<Member>> members_;
+  // Per member: Commit holds it shared, Boot and Crash exclusively.
+  std::vector<std::unique_ptr<std::shared_mutex>> life_;
 };
 
 }  // namespace rolis::replication::testing
