@@ -164,9 +164,9 @@ class Cluster {
   }
 
   // kill -9: the member vanishes from the network at once, then stops.
-  // It waits for the Commits running on the member (each ends by its
-  // timeout: the stop fails the one waiting for replication), since it
-  // frees the objects they use.
+  // It waits for the Commits that run a transaction on the member, since
+  // it frees the objects they use (briefly: a Commit's wait for
+  // replication holds nothing, and the stop fails that wait).
   void Crash(uint32_t id) {
     std::unique_lock<std::shared_mutex> crashing(*life_[id]);
     if (!members_[id] || !members_[id]->up) return;
