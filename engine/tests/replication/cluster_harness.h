@@ -211,19 +211,15 @@ class Cluster {
   enum class Ack { kAcked, kRefused, kTimeout, kAborted };
   Ack Commit(uint32_t id, uint32_t t, const std::function<Status(Transaction*)>& body,
              std::chrono::milliseconds timeout = 3000ms) {
-    auto* w = new FutureWaiter();
-    auto f = w->future();
+    FutureWaiter* w = nullptr;
+    std::future<bool> f;
     {
       std::shared_lock<std::shared_mutex> alive(*life_[id]);
-      if (!Up(id) || m(id).replica->role() != Role::kLeader) {
-        delete w;
-        return Ack::kRefused;
-      }
+      if (!Up(id) || m(id).replica->role() != Role::kLeader) return Ack::kRefused;
       uint64_t ts = Run(id, t, body);
-      if (ts == 0) {
-        delete w;
-        return Ack::kAborted;
-      }
+      if (ts == 0) return Ack::kAborted;
+      w = new FutureWaiter();
+      f = w->future();
       if (m(id).replica->AwaitWatermark(ts, w)) {
         delete w;
         return Ack::kAcked;

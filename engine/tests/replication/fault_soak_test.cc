@@ -42,8 +42,8 @@ struct Ledger {
 
 bool ack_pause(std::mt19937_64& rng) { return rng() % 4 == 0; }
 
-void Load(Cluster& c, uint32_t stream, std::atomic<uint32_t>& leader, std::atomic<bool>& stop,
-          Ledger& ledger, uint64_t seed) {
+void Load(Cluster& c, uint32_t stream, std::atomic<uint32_t>& leader, std::atomic<bool>& stop, Ledger& ledger,
+          uint64_t seed) {
   std::mt19937_64 rng(seed);
   int n = 0;
   while (!stop.load()) {
