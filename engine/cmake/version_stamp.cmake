@@ -1,14 +1,19 @@
-# Writes OUT, a header defining ROLIS_VERSION, from `git describe` of
+# Writes OUT, a header defining ROLIS_VERSION: VERSION when given
+# (-DROLIS_VERSION=... at configure time), else from `git describe` of
 # SOURCE_DIR at build time (run by the rolis_version_stamp target before
 # every build). The file is rewritten only when the version changed, so an
 # unchanged tree rebuilds nothing (Ninja restats the byproduct).
-execute_process(
-  COMMAND git describe --tags --always --dirty
-  WORKING_DIRECTORY ${SOURCE_DIR}
-  OUTPUT_VARIABLE describe
-  OUTPUT_STRIP_TRAILING_WHITESPACE
-  ERROR_QUIET)
-if(describe)
+if(NOT VERSION)
+  execute_process(
+    COMMAND git describe --tags --always --dirty
+    WORKING_DIRECTORY ${SOURCE_DIR}
+    OUTPUT_VARIABLE describe
+    OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_QUIET)
+endif()
+if(VERSION)
+  set(version "${VERSION}")
+elseif(describe)
   set(version "0.1.0+${describe}")
 else()
   set(version "0.1.0")  # not a git checkout (a source tarball)
