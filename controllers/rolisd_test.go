@@ -49,6 +49,18 @@ func rolisdBinary() string {
 }
 
 // memberStatus asks one rolisd for its admin Status.
+// highestEpoch is the newest epoch any member has led, promised or decided.
+func highestEpoch(members []*testserver.Member) uint64 {
+	GinkgoHelper()
+	top := uint64(0)
+	for _, m := range members {
+		st, err := memberStatus(m.AdminAddr)
+		Expect(err).NotTo(HaveOccurred())
+		top = max(top, st.GetEpoch(), st.GetPromisedEpoch(), st.GetDecided().GetEpoch())
+	}
+	return top
+}
+
 func memberStatus(addr string) (*rolisv1.StatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -358,30 +370,40 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 			return roles
 		}, "60s").Should(ConsistOf("LEADER", "FOLLOWER", "FOLLOWER"))
 		var cand *testserver.Member
-		top := uint64(0)
 		for _, m := range procs.Members {
 			st, err := memberStatus(m.AdminAddr)
 			Expect(err).NotTo(HaveOccurred())
-			top = max(top, st.GetEpoch(), st.GetPromisedEpoch(), st.GetDecided().GetEpoch())
 			if uint32(m.ID) != old && st.GetRole() == rolisv1.Role_FOLLOWER && cand == nil {
 				cand = m
 			}
 		}
 		Expect(cand).NotTo(BeNil(), "a caught-up follower")
 		store := &leadership.ConfigMapStore{Reader: k8s, Writer: k8s, Key: byKey(ns, "db-epoch")}
-		from, err := store.Load(ctx)
-		Expect(err).NotTo(HaveOccurred())
 		admin, err := leadership.GRPCDialer{Resolver: leadership.ResolverFunc(func(leadership.Target) (string, error) {
 			return cand.AdminAddr, nil
 		})}.Dial(ctx, leadership.Target{})
 		Expect(err).NotTo(HaveOccurred())
 		defer admin.Close() //nolint:errcheck
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		prep, err := admin.PrepareFailover(pctx, &rolisv1.PrepareFailoverRequest{NewEpoch: top + 1, LastDecided: from.Record})
-		Expect(err).NotTo(HaveOccurred())
-		_, err = store.CompareAndSwap(ctx, from.Version, prep.GetProposed())
-		Expect(err).NotTo(HaveOccurred())
+		// The earlier operator prepares and decides, but never opens. Like an
+		// operator, it tries again (with a fresh epoch) when a prepare fails on a
+		// loaded machine; each failure is printed so a persistent one says why.
+		var top uint64
+		Eventually(func() error {
+			top = highestEpoch(procs.Members)
+			from, err := store.Load(ctx)
+			if err != nil {
+				return err
+			}
+			pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			prep, err := admin.PrepareFailover(pctx, &rolisv1.PrepareFailoverRequest{NewEpoch: top + 1, LastDecided: from.Record})
+			if err != nil {
+				fmt.Fprintf(GinkgoWriter, "PrepareFailover(epoch %d) on member %d: %v\n", top+1, cand.ID, err)
+				return err
+			}
+			_, err = store.CompareAndSwap(ctx, from.Version, prep.GetProposed())
+			return err
+		}, "40s", "1s").Should(Succeed())
 
 		id, epoch := leader()
 		Expect(id).To(Equal(uint32(cand.ID)))
