@@ -38,6 +38,7 @@ import (
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
 	"github.com/rolisdb/rolis/controllers/specs"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 )
 
 // +kubebuilder:rbac:groups=db.rolis.io,resources=rolisclusters,verbs=get;list;watch;update;patch
@@ -63,9 +64,13 @@ type Reconciler struct {
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// Dialer reaches the members' admin API (tests map pods to processes).
-	Dialer   leadership.Dialer
-	Options  specs.Options
-	Timeouts leadership.Timeouts
+	Dialer leadership.Dialer
+	// MemberAddresses names a member in a ChangeMembership request; nil
+	// means its pod's DNS names (peerMember). Tests that run rolisd on
+	// loopback name its processes.
+	MemberAddresses func(c *dbv1.RolisCluster, id int32) *rolisv1.Member
+	Options         specs.Options
+	Timeouts        leadership.Timeouts
 	// Identity names this operator process in the promotion Lease.
 	Identity string
 	// Now is the clock (time.Now when nil).

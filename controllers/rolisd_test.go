@@ -48,7 +48,6 @@ func rolisdBinary() string {
 	return ""
 }
 
-// memberStatus asks one rolisd for its admin Status.
 // highestEpoch is the newest epoch any member has led, promised or decided.
 func highestEpoch(members []*testserver.Member) uint64 {
 	GinkgoHelper()
@@ -61,6 +60,7 @@ func highestEpoch(members []*testserver.Member) uint64 {
 	return top
 }
 
+// memberStatus asks one rolisd for its admin Status.
 func memberStatus(addr string) (*rolisv1.StatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

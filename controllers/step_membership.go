@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
 	"github.com/rolisdb/rolis/controllers/specs"
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
@@ -119,9 +120,11 @@ func (r *Reconciler) changeMembership(ctx context.Context, s *state, ids []int32
 	c := s.cluster
 	members := make([]*rolisv1.Member, 0, len(ids))
 	for _, id := range ids {
-		host := specs.PeerHost(c, id, r.Options)
-		members = append(members, &rolisv1.Member{Id: uint32(id), Address: specs.PeerAddress(c, id, r.Options),
-			AdminAddress: fmt.Sprintf("%s:%d", host, specs.AdminPort), ClientAddress: fmt.Sprintf("%s:%d", host, specs.ClientPort)})
+		if r.MemberAddresses != nil {
+			members = append(members, r.MemberAddresses(c, id))
+		} else {
+			members = append(members, peerMember(c, id, r.Options))
+		}
 	}
 	admin, err := r.Dialer.Dial(ctx, s.target(s.leaderID))
 	if err != nil {
@@ -132,4 +135,13 @@ func (r *Reconciler) changeMembership(ctx context.Context, s *state, ids []int32
 	defer cancel()
 	_, err = admin.ChangeMembership(cctx, &rolisv1.ChangeMembershipRequest{Members: members})
 	return err
+}
+
+// peerMember is member id as its pod serves it: the replication address the
+// StatefulSet's --peers list gives (the pod's DNS name under the headless
+// Service), and the admin and client ports on the same name.
+func peerMember(c *dbv1.RolisCluster, id int32, o specs.Options) *rolisv1.Member {
+	host := specs.PeerHost(c, id, o)
+	return &rolisv1.Member{Id: uint32(id), Address: specs.PeerAddress(c, id, o),
+		AdminAddress: fmt.Sprintf("%s:%d", host, specs.AdminPort), ClientAddress: fmt.Sprintf("%s:%d", host, specs.ClientPort)}
 }

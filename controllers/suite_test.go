@@ -24,6 +24,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -35,6 +36,8 @@ import (
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
 	"github.com/rolisdb/rolis/controllers/specs"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+	"github.com/rolisdb/rolis/internal/testserver"
 )
 
 var (
@@ -43,7 +46,7 @@ var (
 	testEnv   *envtest.Environment
 	cancelMgr context.CancelFunc
 	mgrDone   chan struct{}
-	processes = &registry{addr: map[string]string{}}
+	processes = &registry{addr: map[string]string{}, members: map[string]*rolisv1.Member{}}
 )
 
 func TestControllers(t *testing.T) {
@@ -114,14 +117,15 @@ var _ = BeforeSuite(func() {
 	timeouts.Probe = 500 * time.Millisecond
 	timeouts.Prepare, timeouts.Open, timeouts.Call = 3*time.Second, 3*time.Second, time.Second
 	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("rolis-operator"),
-		Dialer:    leadership.GRPCDialer{Resolver: processes},
-		Options:   specs.DefaultOptions(),
-		Timeouts:  timeouts,
-		Identity:  "envtest-operator",
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		Scheme:          mgr.GetScheme(),
+		Recorder:        mgr.GetEventRecorder("rolis-operator"),
+		Dialer:          leadership.GRPCDialer{Resolver: processes},
+		MemberAddresses: processes.memberAddresses,
+		Options:         specs.DefaultOptions(),
+		Timeouts:        timeouts,
+		Identity:        "envtest-operator",
 	}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
@@ -152,6 +156,9 @@ var _ = AfterSuite(func() {
 type registry struct {
 	mu   sync.Mutex
 	addr map[string]string
+	// members are the processes' own addresses, as ChangeMembership must
+	// name them (rolisd refuses an address other than its --peers gave).
+	members map[string]*rolisv1.Member
 }
 
 func memberKey(ns, cluster string, id int32) string { return fmt.Sprintf("%s/%s/%d", ns, cluster, id) }
@@ -160,6 +167,28 @@ func (r *registry) set(ns, cluster string, id int32, addr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.addr[memberKey(ns, cluster, id)] = addr
+}
+
+// setProcesses names every member of procs to ChangeMembership by its
+// loopback addresses.
+func (r *registry) setProcesses(ns, cluster string, procs *testserver.Cluster) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range procs.Members {
+		r.members[memberKey(ns, cluster, int32(m.ID))] = &rolisv1.Member{Id: uint32(m.ID), Address: m.ReplAddr,
+			AdminAddress: m.AdminAddr, ClientAddress: m.ClientAddr}
+	}
+}
+
+// memberAddresses is the Reconciler's MemberAddresses: a registered
+// process, else the pod's DNS names, as in production.
+func (r *registry) memberAddresses(c *dbv1.RolisCluster, id int32) *rolisv1.Member {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.members[memberKey(c.Namespace, c.Name, id)]; ok {
+		return proto.Clone(m).(*rolisv1.Member)
+	}
+	return peerMember(c, id, specs.DefaultOptions())
 }
 
 // AdminAddress implements leadership.Resolver.
