@@ -118,4 +118,8 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "db-server-tls")))
 		Eventually(condition(ctx, c, ConditionCertificatesReady)).Should(HavePrefix("False/" + ReasonCertificatesIssuing))
 	})
+
+	It("once the certificates are issued, elects over mutual TLS with real rolisd members", Label("rolisd"), func() {
+		electsOverMutualTLS(ctx, c)
+	})
 })

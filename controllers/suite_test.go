@@ -121,7 +121,7 @@ var _ = BeforeSuite(func() {
 		APIReader:       mgr.GetAPIReader(),
 		Scheme:          mgr.GetScheme(),
 		Recorder:        mgr.GetEventRecorder("rolis-operator"),
-		Dialer:          leadership.GRPCDialer{Resolver: processes},
+		Dialer:          leadership.GRPCDialer{Resolver: processes, TLS: ClientTLS(mgr.GetAPIReader(), specs.DefaultOptions())},
 		MemberAddresses: processes.memberAddresses,
 		Options:         specs.DefaultOptions(),
 		Timeouts:        timeouts,
