@@ -69,12 +69,7 @@ var _ = Describe("Failover gap measurement", Ordered, Label("rolisd", "failover-
 	})
 
 	It("measures leader SIGKILL and leader pod deletion to the first acknowledged write", func() {
-		w := ledger.New(GinkgoTB(), client.Config{Endpoints: procs.ClientAddrs()})
-		setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		w.Setup(setupCtx)
-		w.Start(3, 1, 2, 41)
-		DeferCleanup(w.Stop)
+		w := startLedgerLoad(ctx, procs.ClientAddrs(), 41)
 
 		type sample struct {
 			Fault    string  `json:"fault"`

@@ -60,6 +60,20 @@ func highestEpoch(members []*testserver.Member) uint64 {
 	return top
 }
 
+// startLedgerLoad sets up the ledger's accounts through endpoints and starts
+// its load (3 transferers, a reader, 2 inserters; seed varies the keys and
+// amounts); the load stops when the spec ends, if not before.
+func startLedgerLoad(ctx context.Context, endpoints []string, seed uint64) *ledger.Workload {
+	GinkgoHelper()
+	w := ledger.New(GinkgoTB(), client.Config{Endpoints: endpoints})
+	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	w.Setup(setupCtx)
+	w.Start(3, 1, 2, seed)
+	DeferCleanup(w.Stop)
+	return w
+}
+
 // memberStatus asks one rolisd for its admin Status.
 func memberStatus(addr string) (*rolisv1.StatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -227,12 +241,7 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 
 	It("fails over a leader killed with SIGKILL under load, losing no acknowledged transaction", func() {
 		old, epoch := leader()
-		w = ledger.New(GinkgoTB(), client.Config{Endpoints: procs.ClientAddrs()})
-		setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		w.Setup(setupCtx)
-		w.Start(3, 1, 2, 11)
-		DeferCleanup(w.Stop)
+		w = startLedgerLoad(ctx, procs.ClientAddrs(), 11)
 		Eventually(w.Acked, "10s").Should(BeNumerically(">", 20), "the load runs through the elected leader")
 
 		killed := time.Now()

@@ -75,12 +75,7 @@ var _ = Describe("Scaling against real rolisd processes", Label("rolisd"), func(
 			}
 		}
 
-		w := ledger.New(GinkgoTB(), client.Config{Endpoints: procs.ClientAddrs()[:3]})
-		setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		defer cancel()
-		w.Setup(setupCtx)
-		w.Start(3, 1, 2, 17)
-		DeferCleanup(w.Stop)
+		w := startLedgerLoad(ctx, procs.ClientAddrs()[:3], 17)
 		Eventually(w.Acked, "10s").Should(BeNumerically(">", 20), "the load runs through the elected leader")
 		// current is the leader's membership now (retrying only a failed read).
 		current := func() []int32 {
