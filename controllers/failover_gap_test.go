@@ -58,9 +58,7 @@ var _ = Describe("Failover gap measurement", Ordered, Label("rolisd", "failover-
 		Expect(bin).NotTo(BeEmpty(), "the measurement needs rolisd (ROLISD)")
 		ctx = context.Background()
 		procs = testserver.Start(GinkgoTB(), testserver.Options{
-			Members: 3, Binary: bin,
-			Args: []string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
-				"--shutdown-grace=1s", "--txn-idle-timeout=2s"},
+			Members: 3, Binary: bin, Args: memberArgs(),
 		})
 		c = newCluster(newNamespace(ctx), "db", 3)
 		c.Spec.Failover.Timeout = &metav1.Duration{Duration: timeout}

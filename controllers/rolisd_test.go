@@ -48,6 +48,14 @@ func rolisdBinary() string {
 	return ""
 }
 
+// memberArgs are the flags of a member started as the StatefulSet starts it
+// (--election=none: the operator elects), with short timers for the tests,
+// then extra.
+func memberArgs(extra ...string) []string {
+	return append([]string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
+		"--shutdown-grace=1s", "--txn-idle-timeout=2s"}, extra...)
+}
+
 // highestEpoch is the newest epoch any member has led, promised or decided.
 func highestEpoch(members []*testserver.Member) uint64 {
 	GinkgoHelper()
@@ -152,10 +160,7 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 		}
 		ctx = context.Background()
 		procs = testserver.Start(GinkgoTB(), testserver.Options{
-			Members: 3, Binary: bin,
-			// As the StatefulSet runs it, with short timers for the test.
-			Args: []string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
-				"--shutdown-grace=1s", "--txn-idle-timeout=2s"},
+			Members: 3, Binary: bin, Args: memberArgs(),
 		})
 		ns = newNamespace(ctx)
 		c = newCluster(ns, "db", 3)

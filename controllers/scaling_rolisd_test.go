@@ -41,9 +41,7 @@ var _ = Describe("Scaling against real rolisd processes", Label("rolisd"), func(
 		// with --peers listing all five, as the grown StatefulSet's
 		// ConfigMap gives it.
 		procs := testserver.Start(GinkgoTB(), testserver.Options{
-			Members: 5, Initial: 3, Binary: bin,
-			Args: []string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
-				"--shutdown-grace=1s", "--txn-idle-timeout=2s"},
+			Members: 5, Initial: 3, Binary: bin, Args: memberArgs(),
 		})
 		ns := newNamespace(ctx)
 		c := newCluster(ns, "db", 3)

@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
@@ -58,7 +59,7 @@ func issueAsCertManager(ctx context.Context, c *dbv1.RolisCluster, ca *testca.CA
 			Data:       map[string][]byte{corev1.TLSCertKey: s.crt, corev1.TLSPrivateKeyKey: s.key, "ca.crt": ca.PEM},
 		})).To(Succeed())
 		s.cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
-			Reason: "Issued", Message: "issued by the test", LastTransitionTime: ptrTo(metav1.Now())}}
+			Reason: "Issued", Message: "issued by the test", LastTransitionTime: ptr.To(metav1.Now())}}
 		Expect(k8s.Status().Update(ctx, s.cert)).To(Succeed())
 	}
 	return member
@@ -72,8 +73,6 @@ func readPair(p testca.Pair) (crt, key []byte) {
 	Expect(err).NotTo(HaveOccurred())
 	return crt, key
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // electsOverMutualTLS starts c's three members as its StatefulSet would with
 // spec.tls (--tls-cert, --tls-key, --tls-ca: mutual TLS on every port) and
@@ -98,8 +97,7 @@ func electsOverMutualTLS(ctx context.Context, c *dbv1.RolisCluster) {
 
 	procs := testserver.Start(GinkgoTB(), testserver.Options{
 		Members: 3, Binary: bin, ProbeTLS: ca.ClientConfig(GinkgoTB()),
-		Args: []string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
-			"--shutdown-grace=1s", "--tls-cert=" + member.CertFile, "--tls-key=" + member.KeyFile, "--tls-ca=" + ca.CAFile},
+		Args: memberArgs("--tls-cert="+member.CertFile, "--tls-key="+member.KeyFile, "--tls-ca="+ca.CAFile),
 	})
 	startPods(ctx, c, []int32{1, 2, 3}, "rev1", func(id int32) string { return procs.Member(int(id)).AdminAddr })
 	id, epoch := servingLeader(ctx, c)
