@@ -50,6 +50,8 @@ type unitAdmin struct {
 	openErr error
 	// statusErr, when set, is what Status answers (a member that does not answer).
 	statusErr error
+	// missed, while not empty, is what the next Status calls answer, one each.
+	missed []error
 }
 
 func (a *unitAdmin) count(m string) {
@@ -60,6 +62,14 @@ func (a *unitAdmin) count(m string) {
 
 func (a *unitAdmin) Status(context.Context) (*rolisv1.StatusResponse, error) {
 	a.count("Status")
+	a.mu.Lock()
+	if len(a.missed) > 0 {
+		err := a.missed[0]
+		a.missed = a.missed[1:]
+		a.mu.Unlock()
+		return nil, err
+	}
+	a.mu.Unlock()
 	if a.statusErr != nil {
 		return nil, a.statusErr
 	}
@@ -595,4 +605,34 @@ func TestALeaderWhosePodTheCacheDoesNotShowDeletedYetIsSwitchedOverAtOnce(t *tes
 	g.Expect(evs).To(ContainElement(And(ContainSubstring(ReasonLeaderLeaving), ContainSubstring("db-1 is being deleted"))))
 	g.Expect(evs).NotTo(ContainElement(ContainSubstring(ReasonLeaderUnhealthy)))
 	g.Expect(e.dialer[2].calls["PrepareFailover"]+e.dialer[3].calls["PrepareFailover"]).To(Equal(1), "switched over at once")
+}
+
+// One probe that misses the serving leader's answer (a loaded node, a slow
+// new connection) is not yet a suspicion: the operator asks again before
+// it warns and starts counting failover.timeout. Two misses in a row are.
+func TestALeaderThatMissesOneProbeIsAskedAgainBeforeItIsSuspected(t *testing.T) {
+	g := NewWithT(t)
+	e := servingCluster(t)
+	_, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
+	e.events()
+
+	late := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
+	e.dialer[1].missed = []error{late}
+	before := e.dialer[1].calls["Status"]
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.dialer[1].calls["Status"]-before).To(Equal(2), "asked again")
+	g.Expect(e.events()).NotTo(ContainElement(ContainSubstring(ReasonLeaderUnhealthy)))
+	g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
+	cur := &dbv1.RolisCluster{}
+	g.Expect(e.c.Get(context.Background(), client.ObjectKeyFromObject(e.db), cur)).To(Succeed())
+	g.Expect(cur.Status.Members[0].Role).To(Equal("Leader"), "the status shows the second answer")
+
+	e.dialer[1].missed = []error{late, late}
+	_, err = e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.events()).To(ContainElement(And(ContainSubstring(ReasonLeaderUnhealthy), ContainSubstring("deadline exceeded"))))
+	g.Expect(e.dialer[2].calls["PrepareFailover"]+e.dialer[3].calls["PrepareFailover"]).To(BeZero(), "a suspicion waits failover.timeout")
 }

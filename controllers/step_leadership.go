@@ -106,6 +106,9 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 	s.stored = stored
 	rec := stored.Record
 	s.assessment = leadership.AssessLeader(s.members, rec)
+	if s.assessment.State == leadership.Unhealthy && !s.assessment.Gone && s.mem.leaderUnhealthySince.IsZero() {
+		r.confirmSuspicion(ctx, s, rec)
+	}
 	c.Status.Epoch = int64(rec.GetEpoch())
 	if rec.GetEpoch() > 0 {
 		s.leaderID = int32(rec.GetLeaderId())
@@ -162,9 +165,6 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		return r.promote(ctx, s, nil, "initial election")
 
 	default: // Unhealthy
-		if !s.assessment.Gone && s.mem.leaderUnhealthySince.IsZero() {
-			r.rereadLeaderPod(ctx, s, rec)
-		}
 		now := r.now()
 		if why := restarted(s); why != "" && !s.assessment.Gone {
 			s.assessment.Gone, s.assessment.Reason = true, why
@@ -206,27 +206,56 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 	}
 }
 
-// rereadLeaderPod reads the leader's pod around the informer cache before
-// the operator first calls the leader unhealthy: a pod deletion stops
-// rolisd's admin API at once (the kubelet's SIGTERM), and a reconcile that
-// listed the pods just before it would take the planned switchover for a
-// suspicion (a LeaderUnhealthy warning and a wait of failover.timeout).
-func (r *Reconciler) rereadLeaderPod(ctx context.Context, s *state, rec *rolisv1.EpochRecord) {
+// confirmSuspicion looks at the leader once more before the operator first
+// calls it unhealthy (a LeaderUnhealthy warning, and failover.timeout
+// counting). One probe says little on a loaded node: it dials a new
+// connection and gets Timeouts.Probe for that and the call, and the
+// leader's answer may be late while the leader serves. And a pod deletion
+// stops rolisd's admin API at once (the kubelet's SIGTERM), so a reconcile
+// that listed the pods just before it would take the planned switchover
+// for a suspicion. So: probe the leader again, then read its pod around
+// the informer cache. This delays nothing that counts: the wait is timed
+// from the heartbeat's first failure when that is earlier.
+func (r *Reconciler) confirmSuspicion(ctx context.Context, s *state, rec *rolisv1.EpochRecord) {
 	l := s.assessment.Leader
-	if l == nil || r.APIReader == nil {
+	if l == nil {
+		return
+	}
+	r.reprobe(ctx, s, l)
+	r.rereadPod(ctx, s, l)
+	s.assessment = leadership.AssessLeader(s.members, rec)
+}
+
+// reprobe asks member m for its Status again and updates its entry in the
+// cluster's status.
+func (r *Reconciler) reprobe(ctx context.Context, s *state, m *leadership.Member) {
+	t := s.target(m.ID)
+	if t.Pod == nil {
+		return
+	}
+	again := *m
+	again.Status, again.Err = nil, nil
+	*m = leadership.Probe(ctx, r.Dialer, []leadership.Target{t}, []leadership.Member{again}, r.Timeouts)[0]
+	for i := range s.cluster.Status.Members {
+		if s.cluster.Status.Members[i].ID == m.ID {
+			s.cluster.Status.Members[i] = statusOfMember(m)
+		}
+	}
+}
+
+// rereadPod reads member m's pod from the API server, not the cache.
+func (r *Reconciler) rereadPod(ctx context.Context, s *state, m *leadership.Member) {
+	if r.APIReader == nil {
 		return
 	}
 	p := &corev1.Pod{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: l.Pod}, p)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: m.Pod}, p)
 	switch {
 	case apierrors.IsNotFound(err):
-		l.PodExists, l.Deleting = false, false
-	case err != nil:
-		return // the cached pod stands
-	default:
-		l.Deleting = !p.DeletionTimestamp.IsZero()
-	}
-	s.assessment = leadership.AssessLeader(s.members, rec)
+		m.PodExists, m.Deleting = false, false
+	case err == nil:
+		m.Deleting = !p.DeletionTimestamp.IsZero()
+	} // on another error the cached pod stands
 }
 
 // restarted says why the decided leader's process is not the one that led

@@ -48,17 +48,21 @@ func (r *Reconciler) probeMembers(ctx context.Context, s *state) (outcome, error
 	c.Status.ReadyReplicas = ready
 	c.Status.Members = make([]dbv1.MemberStatus, 0, len(s.members))
 	for i := range s.members {
-		m := &s.members[i]
-		ms := dbv1.MemberStatus{Name: m.Pod, ID: m.ID, Role: m.RoleName(), Healthy: m.Healthy()}
-		if m.Reachable() {
-			ms.Epoch = int64(m.Status.GetEpoch())
-			ms.Watermark = logKey(m.Status.GetWatermark())
-		} else {
-			ms.Message = leadership.ShortError(m.Err)
-		}
-		c.Status.Members = append(c.Status.Members, ms)
+		c.Status.Members = append(c.Status.Members, statusOfMember(&s.members[i]))
 	}
 	return proceed, nil
+}
+
+// statusOfMember is what the cluster's status says of a probed member.
+func statusOfMember(m *leadership.Member) dbv1.MemberStatus {
+	ms := dbv1.MemberStatus{Name: m.Pod, ID: m.ID, Role: m.RoleName(), Healthy: m.Healthy()}
+	if m.Reachable() {
+		ms.Epoch = int64(m.Status.GetEpoch())
+		ms.Watermark = logKey(m.Status.GetWatermark())
+	} else {
+		ms.Message = leadership.ShortError(m.Err)
+	}
+	return ms
 }
 
 // containerState reads the kubelet's report of the rolisd container: why
