@@ -326,6 +326,18 @@ func servingCluster(t *testing.T, objs ...client.Object) *unitEnv {
 	return newUnitEnv(t, 3, d, interceptor.Funcs{}, append(objs, cm)...)
 }
 
+// servingClusterSeenServing is servingCluster after one reconcile that saw
+// its leader serving, with the events of that reconcile drained.
+func servingClusterSeenServing(t *testing.T, g *WithT) *unitEnv {
+	t.Helper()
+	e := servingCluster(t)
+	_, err := e.reconcile(t)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
+	e.events()
+	return e
+}
+
 func TestRolloutNeverTrustsAStaleCacheAboutTheRestartedPod(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -580,11 +592,7 @@ func TestAnOpenThatIsStillInProgressIsAskedAgainWithoutBackoff(t *testing.T) {
 // unhealthy.
 func TestALeaderWhosePodTheCacheDoesNotShowDeletedYetIsSwitchedOverAtOnce(t *testing.T) {
 	g := NewWithT(t)
-	e := servingCluster(t)
-	_, err := e.reconcile(t)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
-	e.events()
+	e := servingClusterSeenServing(t, g)
 
 	e.dialer[1].statusErr = status.Error(codes.DeadlineExceeded, "context deadline exceeded")
 	deleted := metav1.NewTime(time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC))
@@ -599,7 +607,7 @@ func TestALeaderWhosePodTheCacheDoesNotShowDeletedYetIsSwitchedOverAtOnce(t *tes
 			return nil
 		},
 	})
-	_, err = e.reconcile(t)
+	_, err := e.reconcile(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	evs := e.events()
 	g.Expect(evs).To(ContainElement(And(ContainSubstring(ReasonLeaderLeaving), ContainSubstring("db-1 is being deleted"))))
@@ -612,16 +620,12 @@ func TestALeaderWhosePodTheCacheDoesNotShowDeletedYetIsSwitchedOverAtOnce(t *tes
 // it warns and starts counting failover.timeout. Two misses in a row are.
 func TestALeaderThatMissesOneProbeIsAskedAgainBeforeItIsSuspected(t *testing.T) {
 	g := NewWithT(t)
-	e := servingCluster(t)
-	_, err := e.reconcile(t)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(e.condition(t, dbv1.ConditionAvailable).Reason).To(Equal(ReasonLeaderServing))
-	e.events()
+	e := servingClusterSeenServing(t, g)
 
 	late := status.Error(codes.DeadlineExceeded, "context deadline exceeded")
 	e.dialer[1].missed = []error{late}
 	before := e.dialer[1].calls["Status"]
-	_, err = e.reconcile(t)
+	_, err := e.reconcile(t)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(e.dialer[1].calls["Status"]-before).To(Equal(2), "asked again")
 	g.Expect(e.events()).NotTo(ContainElement(ContainSubstring(ReasonLeaderUnhealthy)))
