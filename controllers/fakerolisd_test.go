@@ -26,12 +26,13 @@ import (
 // replication test: leadership against real rolisd processes is tested in
 // rolisd_test.go. The fakes stay where a real rolisd cannot easily be made
 // to do something: counting the failover calls of a cluster without a
-// majority, a rolisd without the replication layer (UNIMPLEMENTED),
-// membership changes (which rolisd does not implement yet).
+// majority, a rolisd without the replication layer (UNIMPLEMENTED), and
+// membership changes answered at once (scaling_rolisd_test.go runs them on
+// real members).
 //
-// With unimplemented set, the members behave like today's rolisd started with
-// --peers: Status answers (role FOLLOWER, epoch 0) and every failover and
-// membership call answers UNIMPLEMENTED.
+// With unimplemented set, the members behave like a rolisd without the
+// replication layer: Status answers (role FOLLOWER, epoch 0) and every
+// failover and membership call answers UNIMPLEMENTED.
 type fakeCluster struct {
 	mu            sync.Mutex
 	members       map[uint32]*fakeMember

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Client-visible commit latency against the replication batch size: one
 # unreplicated run (the throughput baseline), then rolis-bench --replicas=3
-# at each batch size, in one session: closed loop (the peak at that size),
+# at each batch size in turn: closed loop (the peak at that size),
 # then, unless RATE=0, open loop at RATE (default 0.8) of that peak
 # (--rate: latency from each transaction's due time). With RUNS=N (default
 # 1) each size runs N closed-loop runs, the peak is their median, and then N

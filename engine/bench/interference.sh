@@ -6,7 +6,7 @@
 # the median of its paired ratio to the idle run of the same round, as a
 # table and a JSON line. With --replicas=3 on two vCPUs the followers' work
 # runs beside the worker; this says which part of such work costs it
-# (docs/benchmarks.md, session of 2026-11-27 05:43 UTC).
+# (docs/benchmarks.md, "Measuring on a small machine").
 #   [ROUNDS=10] [BENCH=path/to/rolis-bench] engine/bench/interference.sh --workload=tpcc --threads=1 --seconds=4
 set -euo pipefail
 . "$(dirname "$0")/bench_line.sh"

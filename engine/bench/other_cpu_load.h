@@ -7,7 +7,7 @@
 // pollution, no misses the prefetchers cannot hide; one `memset` of the
 // whole buffer cost nothing, plausibly streamed past the caches), `random`
 // reads one byte at a random place of it at a time (a miss each, like
-// replay's lookups). docs/benchmarks.md, session of 2026-11-27 05:43 UTC.
+// replay's lookups). docs/benchmarks.md, "Measuring on a small machine".
 #pragma once
 
 #include <atomic>

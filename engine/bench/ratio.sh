@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replicated ÷ unreplicated throughput, measured in one session: runs
+# Replicated ÷ unreplicated throughput, measured in one set of rounds: runs
 # rolis-bench ROUNDS times with --replicas=1 and then
 # --replicas=3 (alternating, so both see the same machine; even rounds run
 # the replicated one first), prints each run's

@@ -3,7 +3,7 @@
 each side's medians, the ratio of the medians, the median of the paired
 rounds, a 90% bootstrap interval and, with one-member runs (DECOMPOSE=1),
 the split into the leader's own path and the followers. Given several files
-(sets of one session) it pools their rounds: a round is (file, round), so
+(several sets) it pools their rounds: a round is (file, round), so
 pairs stay within a set.
   engine/bench/ratio_summary.py RAW [RAW...]
 """

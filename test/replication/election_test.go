@@ -23,13 +23,12 @@ func waitLeader(t *testing.T, cl *cluster, not uint32, limit time.Duration) uint
 // Fault: kill -9 of the leader of a cluster run with --election=builtin
 // (no operator, no rolisctl). Invariants: the members elect a leader by
 // themselves at start and again after the kill, and no acknowledged
-// transaction is lost. The election timeout is 1 s: with 300 ms, a VM
-// that wakes sleepers up to 0.5 s late (docs/benchmarks.md, "Session of
-// 2026-11-27 21:25 UTC") had the survivors depose each other's new epoch,
-// and the deposed leader, whose last commits did not survive, then waited
-// for a caught-up follower's snapshot that a cluster with one member dead
-// cannot give (docs/replication.md, "What this costs in availability"):
-// the ledger check found it still catching up after 30 s.
+// transaction is lost. The election timeout is 1 s: with 300 ms, a host
+// that wakes sleepers up to 0.5 s late (docs/benchmarks.md, "Measuring on a
+// small machine") lets the survivors depose each other's new epoch, and the
+// deposed leader, whose last commits did not survive, must then catch up by
+// a state transfer while one member is dead (docs/replication.md, "What
+// this costs in availability").
 func TestBuiltinElectionReplacesAKilledLeader(t *testing.T) {
 	cl := startCluster(t, clusterOptions{args: []string{"--election=builtin", "--election-timeout=1s"}})
 	start := time.Now()
@@ -51,8 +50,8 @@ func TestBuiltinElectionReplacesAKilledLeader(t *testing.T) {
 	time.Sleep(time.Second)
 	w.Stop()
 	// Two members may time out together after the kill: the one seen first
-	// can lose its epoch to the other a moment later (a duelling election,
-	// as in the run of 2026-11-25 17:45). Check against whoever leads now.
+	// can lose its epoch to the other a moment later (a duelling election).
+	// Check against whoever leads now.
 	final := waitLeader(t, cl, leader, 20*time.Second)
 	if final != next {
 		t.Logf("member %d took over from member %d (a concurrent election)", final, next)

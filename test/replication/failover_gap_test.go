@@ -13,7 +13,7 @@ import (
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
-// The failover gap benchmark (docs/benchmarks.md, "Replication"): the time
+// The failover gap benchmark (docs/benchmarks.md, "Failover gap"): the time
 // from SIGKILL of the leader to the first write acknowledged after it, on a
 // 3-member cluster of real rolisd processes on loopback. It is a benchmark,
 // not a test: it runs only when ROLIS_FAILOVER_GAP_RUNS=N (N >= 1) is set,

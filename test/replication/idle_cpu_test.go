@@ -15,7 +15,7 @@ import (
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
-// The idle benchmark (docs/benchmarks.md, "Replication"): CPU that the
+// The idle benchmark (docs/benchmarks.md, "Idle cluster"): CPU that the
 // members of an idle 3-member cluster of real rolisd processes on loopback
 // burn (utime+stime from /proc/<pid>/stat over a window) and the times a
 // second they wake their threads (context switches), and the latency
@@ -72,8 +72,8 @@ func TestIdleCPU(t *testing.T) {
 
 // Setting: an idle 3-member cluster with the built-in election (timeout
 // 1 s: the leader's resting heartbeats go every 200 ms; a shorter timeout
-// meets the late wakeups of a shared VM, up to ~0.5 s, docs/benchmarks.md
-// "Session of 2026-11-27 21:25 UTC", and a follower then rightly calls an
+// meets the late wakeups of a shared host, up to ~0.5 s, docs/benchmarks.md
+// "Measuring on a small machine", and a follower then rightly calls an
 // election). Invariants: the members rest (each of the leader's streams
 // takes at most 10 slots a second: its resting heartbeats take 5, late
 // wakeups only fewer; heartbeats at every batch timeout took 24.6 here,
@@ -83,11 +83,10 @@ func TestIdleCPU(t *testing.T) {
 // the rest is acknowledged.
 //
 // The bounds are on what the code decides, not on CPU: one wakeup took
-// 50–4,000 µs of process time on a contended VM, whose hypervisor's share
-// shows as the process's own (0.2–0.44 CPU for ~250 wakeups a second,
-// docs/benchmarks.md "Session of 2026-11-28"), where the same test stayed
-// under 0.1 CPU on the VMs of earlier sessions.
-// CPU is logged.
+// 50–4,000 µs of process time on a contended host, whose hypervisor's share
+// shows as the process's own (0.2–0.44 CPU for ~250 wakeups a second),
+// where on a quieter host the same members stay under 0.1 CPU
+// (docs/benchmarks.md, "Idle cluster"). CPU is logged.
 func TestIdleClusterRestsWithoutElections(t *testing.T) {
 	cl := startCluster(t, clusterOptions{args: []string{"--election=builtin", "--election-timeout=1s"}})
 	waitLeader(t, cl, 0, 20*time.Second)

@@ -17,8 +17,8 @@ import (
 // Invariants: writes go on meanwhile (the old leader keeps voting), it
 // catches up, the leader's metrics count the snapshot it served and the old
 // leader's the transfer; no acknowledged transaction lost, bank total kept,
-// histories linearizable. Before 2026-11-28 the old leader waited for the
-// killed member for as long as it was down.
+// histories linearizable. Without the leader's snapshot the old leader
+// would wait for the killed member for as long as it was down.
 func TestDeposedLeaderCatchesUpFromTheNewLeaderWhileTheThirdMemberIsDown(t *testing.T) {
 	cl, old, w := underLoad(t, clusterOptions{}, 6)
 	time.Sleep(time.Second)

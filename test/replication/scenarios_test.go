@@ -17,9 +17,9 @@ import (
 // once every member follows it. A member whose first probe of the others
 // comes after the election (a slow start) must catch up by a state
 // transfer, which adopts the votes of every other member of 3: a fault
-// injected before it has may leave no majority (CI of 2026-11-28, where
-// member 3 of TestPausedLeaderIsFencedAfterFailover still caught up when
-// the leader was paused). Every scenario starts from a healthy cluster.
+// injected before it has may leave no majority (e.g. the leader paused by
+// TestPausedLeaderIsFencedAfterFailover while member 3 still catches up).
+// Every scenario starts from a healthy cluster.
 func elect(t *testing.T, cl *cluster) uint32 {
 	t.Helper()
 	leader, took := cl.failover(1)

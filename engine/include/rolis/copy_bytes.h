@@ -4,9 +4,10 @@
 // time: keys, values and patch runs, most of them under 64 bytes (TPC-C's
 // order lines, orders and stock runs; YCSB++'s 8-byte keys and values). A
 // call to memcpy per piece was a third of the encoder's instructions for
-// YCSB++ (docs/benchmarks.md), and TPC-C's 17-64 byte values each took one
-// too. Up to 64 bytes are copied here as two overlapping loads and stores
-// of the widest word (or pair of 16-byte vectors) that fits twice.
+// YCSB++ (docs/benchmarks.md, "Short copies inline"), and TPC-C's 17-64
+// byte values each took one too. Up to 64 bytes are copied here as two
+// overlapping loads and stores of the widest word (or pair of 16-byte
+// vectors) that fits twice.
 #pragma once
 
 #include <cstddef>

@@ -63,7 +63,8 @@ struct ReplicatedWrite {
 // (rolis/txn_encoding.h, the commit ts included). The engine encodes
 // straight from its write set: filling records and encoding those took
 // 533 instructions per YCSB++ read-modify-write transaction, this 305
-// (callgrind, docs/benchmarks.md, session of 2026-11-27 11:51 UTC).
+// (callgrind; docs/benchmarks.md, "The commit hook gets the transaction
+// encoded").
 class CommittedWrites {
  public:
   virtual size_t size() const = 0;  // writes

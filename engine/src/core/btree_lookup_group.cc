@@ -9,8 +9,8 @@
 // record slot the search picked, then the record's first line. The slot and
 // record lines are fetched with a non-temporal hint (PrefetchLineOnce):
 // replay touches them once, so they should leave the outer caches to the
-// worker of a leader that shares the host (docs/benchmarks.md, session of
-// 2026-11-26 13:35 UTC). Inner nodes and leaf headers, hot across writes,
+// worker of a leader that shares the host (docs/benchmarks.md, "Follower
+// replay in groups"). Inner nodes and leaf headers, hot across writes,
 // are fetched as usual.
 //
 // BTree::LookupGroupWhole, for a transaction's Prefetch. Each step fetches

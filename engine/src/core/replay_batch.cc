@@ -29,7 +29,8 @@ Status WorkerImpl::ApplyReplicatedBatch(std::span<const ReplicatedWrite> writes)
   const uint64_t stamp = db_->epoch_.load(std::memory_order_seq_cst);
   const uint64_t min_snap = db_->min_snap_.load(std::memory_order_acquire);
   // With no reader around, an overwrite keeps no old version (a version
-  // copy per write was a quarter of a follower's replay: docs/benchmarks.md).
+  // copy per write was a quarter of a follower's replay: docs/benchmarks.md,
+  // "Followers keep no old versions when nobody reads").
   const bool keep_old = !db_->ReplayMayDropOldVersions(slot_, stamp);
   Status first;
   BTree::GroupProbe probes[BTree::kLookupGroup];

@@ -6,9 +6,9 @@
 // allocator's free-list pop reads the link stored in the free block itself,
 // a cache miss on memory last touched an epoch ago: mi_malloc was 11% of a
 // YCSB++ worker's samples, nearly all on that load (docs/benchmarks.md,
-// "Session of 2026-11-25"). Popping a pointer from this array touches only
-// the array, and the next block of the class, known from the array, is
-// prefetched for the next version.
+// "A per-thread cache of freed versions"). Popping a pointer from this array
+// touches only the array, and the next block of the class, known from the
+// array, is prefetched for the next version.
 //
 // Reclamation frees an epoch's versions at once (tens of thousands under
 // YCSB++), and commits make new ones one at a time until the next epoch:

@@ -65,7 +65,8 @@ void InstallAndUnlock(WorkerImpl* w, TableImpl* t, Record* r, bool absent, const
     // anything older either: the whole chain goes. Left in place (versions
     // kept while readers were around), its head, cold by then, was read by
     // TrimChain on every later install of the record: a miss per replayed
-    // write, 10% of a follower's replay (docs/benchmarks.md).
+    // write, 10% of a follower's replay (docs/benchmarks.md, "Followers keep
+    // no old versions when nobody reads").
     r->chain.store(nullptr, std::memory_order_release);
     w->Retire(chain, RetiredKind::kVersions, retire_epoch);
     chain = nullptr;

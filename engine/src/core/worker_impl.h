@@ -81,9 +81,10 @@ class WorkerImpl final : public Worker {
   void FreeReady(size_t budget);
   // A share of the backlog, at least kMinFreeBudget: reclaiming an epoch's
   // retired versions at once stalled a YCSB++ transaction 1-4 ms every
-  // epoch (docs/benchmarks.md, "Session of 2026-11-25"); spread over the
-  // following transactions, each pays tens of microseconds at most, and a
-  // backlog that grows raises the share, so reclamation keeps up.
+  // epoch (docs/benchmarks.md, "Reclamation spread over transactions");
+  // spread over the following transactions, each pays tens of microseconds
+  // at most, and a backlog that grows raises the share, so reclamation keeps
+  // up.
   size_t FreeBudget() const;
   static constexpr size_t kMinFreeBudget = 32;
   static constexpr size_t kFreeBudgetShare = 64;

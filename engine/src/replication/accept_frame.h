@@ -4,7 +4,8 @@
 // The generated code would copy a payload twice per follower (into the
 // message's `encoded` field, then into the serialized buffer): in
 // replicated TPC-C (3 KB per transaction) those copies were 2% of the CPU the
-// leader's sending threads share with the followers (docs/benchmarks.md).
+// leader's sending threads share with the followers (docs/benchmarks.md,
+// "Accept stream instead of gRPC's Replicate call").
 // Here the message without the payload is serialized (small), followed by
 // the payload as a second occurrence of slot { value { encoded } }, which a
 // protobuf parser merges into the first (a singular message field that

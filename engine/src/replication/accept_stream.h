@@ -5,10 +5,11 @@
 //
 // Why not gRPC's Replicate call: every accept message woke about a dozen
 // threads across the two members in gRPC 1.51 (its pollers hand the bytes to
-// a server thread, the reply to another; docs/benchmarks.md), and on the
-// one vCPU that two followers share that per-message cost was a third of
-// their CPU per transaction. Here a message wakes the follower's connection
-// thread, and its reply the leader's reader thread.
+// a server thread, the reply to another; docs/benchmarks.md, "Accept stream
+// instead of gRPC's Replicate call"), and on the one vCPU that two followers
+// share that per-message cost was a third of their CPU per transaction.
+// Here a message wakes the follower's connection thread, and its reply the
+// leader's reader thread.
 //
 // A connection starts with the dialer's preface: the 8 bytes of kPreface,
 // then frames both ways. A frame is a 4-byte little-endian length, then

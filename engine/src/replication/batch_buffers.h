@@ -5,10 +5,11 @@
 // to the allocator, the worker's next buffers came from memory it had not
 // touched: in replicated YCSB++ the leader's worker took ~8,000 more page
 // faults per second than unreplicated for the first seconds of a run, on a
-// VM where a first touch costs ~10 µs (docs/benchmarks.md). Here a batch
-// made by NewBatch() gives its payload back when its last reference drops,
-// and Take() hands it to the worker again, its bytes as they are (the
-// codec's AppendTxnAt overwrites them without a zero fill).
+// VM where a first touch costs ~10 µs (docs/benchmarks.md, "Batch buffers
+// reused, written past the caches"). Here a batch made by NewBatch() gives
+// its payload back when its last reference drops, and Take() hands it to the
+// worker again, its bytes as they are (the codec's AppendTxnAt overwrites
+// them without a zero fill).
 //
 // Batches may outlive the Replica (gRPC holds one until it is sent): each
 // holds a reference to the pool.

@@ -4,8 +4,8 @@
 // election timeout plus a random part (0 to one timeout). The random part
 // is drawn once per wait: drawn anew at every look and the latest deadline
 // kept, it ends near the top of the range on every member, so members
-// stood together and split the vote (docs/benchmarks.md, "Failover gap of
-// the built-in election").
+// stood together and split the vote (docs/benchmarks.md, "The built-in
+// election's random wait").
 #pragma once
 
 #include <chrono>
