@@ -4,7 +4,7 @@
 # writes replayed. One line per (workload, store, path); does not drift with
 # machine load.
 #   engine/bench/replay_ipw.sh path/to/rolis-replay-bench [--small] [other flags]
-# Runs every workload x store x path (per-write = main's path, batch = ApplyReplicatedBatch).
+# Runs every workload x store x path (per-write = one ApplyReplicated per write, batch = ApplyReplicatedBatch).
 set -euo pipefail
 if [ $# -lt 1 ] || [ ! -x "$1" ]; then
   echo "usage: replay_ipw.sh path/to/rolis-replay-bench [flags]" >&2
