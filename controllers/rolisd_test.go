@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -191,17 +192,39 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 		Expect(gap).To(BeNumerically("<", failoverTimeout+30*time.Second))
 		return gap
 	}
-	// verify reads the leader's state (a linearizable scan) and checks the
-	// ledger on it.
-	verify := func(id uint32) map[string]string {
+	// verify reads the leader's state (a linearizable scan) and every other
+	// running member's but leaving's (members shutting down), once it
+	// replayed as many keys, and checks the ledger on all of them. It returns
+	// the leader's state.
+	verify := func(id uint32, leaving ...uint32) map[string]string {
 		GinkgoHelper()
-		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		defer cancel()
 		call := w.Now()
 		state, err := ledger.Dump(rctx, client.Config{Endpoints: []string{procs.Member(int(id)).ClientAddr}}, true)
 		Expect(err).NotTo(HaveOccurred())
-		snap := ledger.Snapshot{What: fmt.Sprintf("leader %s", pod(id)), State: state, Leader: true, Call: call, Return: w.Now()}
-		fmt.Fprintf(GinkgoWriter, "ledger on %s: %s\n", pod(id), w.Check([]ledger.Snapshot{snap}))
+		snaps := []ledger.Snapshot{{What: fmt.Sprintf("leader %s", pod(id)), State: state, Leader: true, Call: call, Return: w.Now()}}
+		for _, m := range procs.Members {
+			if uint32(m.ID) == id || !m.Running() || slices.Contains(leaving, uint32(m.ID)) {
+				continue
+			}
+			var follower map[string]string
+			var fcall int64
+			// A follower replays up to the watermark: wait until it has
+			// replayed what the leader's read saw (Check then compares
+			// every key).
+			Eventually(func() int {
+				fcall = w.Now()
+				follower, err = ledger.Dump(rctx, client.Config{Endpoints: []string{m.ClientAddr}}, false)
+				if err != nil {
+					return -1
+				}
+				return len(follower)
+			}, "30s").Should(Equal(len(state)), "member %d replays what the leader holds", m.ID)
+			snaps = append(snaps, ledger.Snapshot{What: fmt.Sprintf("follower %s", pod(uint32(m.ID))), State: follower,
+				Call: fcall, Return: w.Now()})
+		}
+		fmt.Fprintf(GinkgoWriter, "ledger on %d members (leader %s): %s\n", len(snaps), pod(id), w.Check(snaps))
 		return state
 	}
 
@@ -359,7 +382,7 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 		AddReportEntry("switchover outage", fmt.Sprintf("longest stretch without an acknowledged write %v", gap.Round(time.Millisecond)), ReportEntryVisibilityAlways)
 		Expect(gap).To(BeNumerically("<", failoverTimeout+30*time.Second))
 		w.Stop()
-		verify(id)
+		verify(id, old) // the old leader is shutting down: its pod is being deleted
 		recreateMember(ctx, c, procs.Member(int(old)))
 		fmt.Fprintf(GinkgoWriter, "member %d deleted in epoch %d; member %d leads epoch %d\n", old, epoch, id, next)
 	})

@@ -58,8 +58,8 @@ var _ = Describe("Validation by the API server", func() {
 			"spec", "workerThreads must be at most replicationStreams"),
 		Entry("a missing image", func(c *dbv1.RolisCluster) { c.Spec.Image = "" },
 			"spec.image", "should be at least 1 chars long"),
-		Entry("a batch timeout under 10us", func(c *dbv1.RolisCluster) { c.Spec.BatchTimeout = &metav1.Duration{Duration: time.Nanosecond} },
-			"spec.batchTimeout", "batchTimeout must be between 10us and 1s"),
+		Entry("a batch timeout under 50us", func(c *dbv1.RolisCluster) { c.Spec.BatchTimeout = &metav1.Duration{Duration: 49 * time.Microsecond} },
+			"spec.batchTimeout", "batchTimeout must be between 50us and 1s"),
 		Entry("a failover timeout under a second", func(c *dbv1.RolisCluster) {
 			c.Spec.Failover.Timeout = &metav1.Duration{Duration: 100 * time.Millisecond}
 		}, "spec.failover.timeout", "failover.timeout must be between 1s and 10m"),

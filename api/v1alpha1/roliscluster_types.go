@@ -77,11 +77,13 @@ type RolisClusterSpec struct {
 	BatchSize int32 `json:"batchSize,omitempty"`
 
 	// BatchTimeout closes a batch that is not full, so light load still gets
-	// low latency. Between 10us and 1s. A change rolls the pods.
+	// low latency. Between 50us and 1s (MinBatchTimeout, MaxBatchTimeout:
+	// rolisd's range too), any spelling of a Go duration. A change rolls the
+	// pods.
 	// +kubebuilder:default="1ms"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10us') && duration(self) <= duration('1s')",message="batchTimeout must be between 10us and 1s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('50us') && duration(self) <= duration('1s')",message="batchTimeout must be between 50us and 1s"
 	// +optional
 	BatchTimeout *metav1.Duration `json:"batchTimeout,omitempty"`
 

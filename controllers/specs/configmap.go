@@ -39,7 +39,7 @@ func EngineSettings(c *dbv1.RolisCluster) map[string]string {
 	settings := map[string]string{
 		KeyWorkerThreads: strconv.Itoa(int(c.WorkerThreads())),
 		KeyBatchSize:     strconv.Itoa(int(c.BatchSize())),
-		KeyBatchTimeout:  c.BatchTimeout().String(),
+		KeyBatchTimeout:  dbv1.BatchTimeoutFlag(c.BatchTimeout()),
 		KeyTLS:           strconv.FormatBool(c.TLSEnabled()),
 	}
 	// Only when set: a cluster without it keeps the hash (and the pods) it

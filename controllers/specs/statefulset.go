@@ -137,7 +137,7 @@ func PodTemplate(c *dbv1.RolisCluster, configHash string, o Options) corev1.PodT
 			Key:                  KeyPeers,
 		}}},
 		{Name: EnvBatchSize, Value: strconv.Itoa(int(c.BatchSize()))},
-		{Name: EnvBatchTimeout, Value: c.BatchTimeout().String()},
+		{Name: EnvBatchTimeout, Value: dbv1.BatchTimeoutFlag(c.BatchTimeout())},
 		{Name: EnvDataDir, Value: DataDir},
 	}
 	if b := c.PrefaultMemoryBytes(); b > 0 {

@@ -123,6 +123,9 @@ func decodeExecuteResponse(b []byte, r *rolisv1.ExecuteResponse, results []*roli
 				*used++
 				return decodeOpResult(body, res)
 			case fieldRespErrorMessage:
+				if !utf8.Valid(body) {
+					return false // the standard decoder's error: a string is UTF-8
+				}
 				r.ErrorMessage = string(body)
 				return true
 			}

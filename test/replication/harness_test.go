@@ -105,7 +105,8 @@ func (cl *cluster) dropFile(id int, content string) {
 	}
 }
 
-// partition cuts member id off from every other member (both directions).
+// partition cuts member id off from every other member (both directions)
+// and returns once it is: member id's watermark stopped.
 func (cl *cluster) partition(id int) {
 	var others []string
 	for _, m := range cl.c.Members {
@@ -115,7 +116,9 @@ func (cl *cluster) partition(id int) {
 		}
 	}
 	cl.dropFile(id, strings.Join(others, ","))
-	time.Sleep(150 * time.Millisecond) // the knob is read every 50 ms
+	if err := cl.waitIsolated(id, 5*time.Second); err != nil {
+		cl.t.Fatal(err)
+	}
 }
 
 // heal removes every partition and fault.

@@ -77,7 +77,7 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 	for _, n := range []int{3, 5} {
 		t.Run(fmt.Sprintf("%dmembers", n), func(t *testing.T) {
 			cl, leader, w := underLoad(t, clusterOptions{members: n}, 1)
-			time.Sleep(1500 * time.Millisecond)
+			waitAcked(t, w, 200, 30*time.Second, "before the kill")
 			if _, err := cl.member(int(leader)).Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 			t.Logf("member %d killed; member %d leads after %v", leader, next, took)
 			gap := putUntilAcknowledged(t, newClient(t, cl.clientAddrs()), "gap", killed, 30*time.Second)
 			t.Logf("failover gap (kill to first acknowledged write): %v", gap)
-			time.Sleep(1500 * time.Millisecond)
+			waitAcked(t, w, 200, 30*time.Second, "by the new leader")
 			w.Stop()
 			if err := cl.member(int(leader)).Restart(30 * time.Second); err != nil {
 				t.Fatal(err)
@@ -103,41 +103,44 @@ func TestKillLeaderThenFailoverLosesNoAcknowledgedTransaction(t *testing.T) {
 // linearizable; it steps down and catches up.
 func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
 	cl, leader, w := underLoad(t, clusterOptions{}, 2)
-	time.Sleep(time.Second)
+	waitAcked(t, w, 200, 30*time.Second, "before the pause")
 	if err := cl.member(int(leader)).Pause(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond) // past any failure-detection timeout
+	// The paused leader acknowledges nothing: what its clients have in
+	// flight waits until it resumes.
+	waitNoAcks(t, w, 300*time.Millisecond, 10*time.Second, "from the paused leader")
 	next, took := cl.failover(0, runningIDs(cl, leader)...)
 	t.Logf("member %d paused; member %d leads after %v", leader, next, took)
-	time.Sleep(time.Second)
+	waitAcked(t, w, 100, 30*time.Second, "by the new leader while the old one is paused")
 	if err := cl.member(int(leader)).Resume(); err != nil {
 		t.Fatal(err)
 	}
-	// A write sent to the old leader directly is refused from now on.
-	old := newClient(t, []string{cl.member(int(leader)).ClientAddr})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := old.Execute(pctx, client.Put([]byte("probe"), []byte("x")))
-		pcancel()
-		if err != nil && (errors.Is(err, client.ErrNotLeader) || errors.Is(err, client.ErrUnavailable)) {
-			break
-		}
-		if err == nil {
-			// Acknowledged: it must have gone to the new leader (a redirect).
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the resumed old leader still answers writes: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	// A write sent to the old leader directly (no redirect followed) is
+	// refused from now on: it is never acknowledged there, and once it
+	// learned of the new epoch it says it does not lead.
+	old, err := client.New(context.Background(), client.Config{Endpoints: []string{cl.member(int(leader)).ClientAddr},
+		MaxRedirects: -1})
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer old.Close()
+	var probeErr error
+	waitFor(t, 10*time.Second, fmt.Sprintf("the resumed old leader %d refusing writes", leader), func() bool {
+		pctx, pcancel := context.WithTimeout(context.Background(), time.Second)
+		_, probeErr = old.Execute(pctx, client.Put([]byte("probe"), []byte("x")))
+		pcancel()
+		if probeErr == nil {
+			t.Fatalf("the fenced old leader %d acknowledged a write", leader)
+		}
+		return errors.Is(probeErr, client.ErrNotLeader)
+	})
+	t.Logf("the old leader refuses: %v", probeErr)
 	st, err := cl.status(int(leader))
 	if err == nil && st.GetRole() == rolisv1.Role_LEADER && st.GetEpoch() < 2 {
 		t.Errorf("the resumed member %d still leads epoch %d", leader, st.GetEpoch())
 	}
-	time.Sleep(time.Second)
+	waitAcked(t, w, 100, 30*time.Second, "after the old leader resumed")
 	w.Stop()
 	t.Log(w.check(cl, next))
 }
@@ -149,13 +152,14 @@ func TestPausedLeaderIsFencedAfterFailover(t *testing.T) {
 // the old leader catches up (state transfer).
 func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.T) {
 	cl, leader, w := underLoad(t, clusterOptions{}, 3)
-	time.Sleep(time.Second)
+	waitAcked(t, w, 200, 30*time.Second, "before the partition")
 	cl.partition(int(leader))
 	next, took := cl.failover(0, runningIDs(cl, leader)...)
 	t.Logf("member %d partitioned; member %d leads after %v", leader, next, took)
-	time.Sleep(1500 * time.Millisecond)
+	waitAcked(t, w, 200, 30*time.Second, "by the majority's leader")
 	cl.heal()
-	time.Sleep(time.Second)
+	// The old leader learns of the new epoch and steps down.
+	waitRole(t, cl, leader, 30*time.Second, rolisv1.Role_FOLLOWER, rolisv1.Role_CATCHING_UP)
 	w.Stop()
 	t.Log(w.check(cl, next))
 }
@@ -168,18 +172,13 @@ func TestPartitionedLeaderHealsWithoutLosingAcknowledgedTransactions(t *testing.
 // the majority with the leader when g is gone; no acknowledged txn lost.
 func TestFollowerRestartedEmptyCatchesUpByStateTransfer(t *testing.T) {
 	cl, leader, w := underLoad(t, clusterOptions{}, 4)
-	time.Sleep(time.Second)
+	waitAcked(t, w, 200, 30*time.Second, "before the kill")
 	f := other(cl, leader)
 	g := other(cl, leader, f)
 	if _, err := cl.member(int(f)).Kill(); err != nil {
 		t.Fatal(err)
 	}
-	before := w.Acked()
-	time.Sleep(time.Second)
-	during := w.Acked() - before
-	if during == 0 {
-		t.Errorf("no transaction acknowledged while follower %d was down", f)
-	}
+	waitAcked(t, w, 100, 30*time.Second, fmt.Sprintf("while follower %d is down", f))
 
 	cl.dropFile(int(f), fmt.Sprint(g))
 	if err := cl.member(int(f)).Restart(30 * time.Second); err != nil {
@@ -224,13 +223,13 @@ func TestTransportFaultsAndFailoverKeepAcknowledgedTransactions(t *testing.T) {
 	w.Setup(ctx)
 	cl.faults(0.05, 0.05, 5)
 	w.Start(3, 1, 2, 5)
-	time.Sleep(1500 * time.Millisecond)
+	waitAcked(t, w, 200, 30*time.Second, "under loss and duplication")
 	if _, err := cl.member(int(leader)).Kill(); err != nil {
 		t.Fatal(err)
 	}
 	next, took := cl.failover(0, runningIDs(cl, leader)...)
 	t.Logf("under loss and duplication, member %d killed; member %d leads after %v", leader, next, took)
-	time.Sleep(1500 * time.Millisecond)
+	waitAcked(t, w, 200, 30*time.Second, "by the new leader under loss and duplication")
 	w.Stop()
 	cl.heal()
 	t.Log(w.check(cl, next))

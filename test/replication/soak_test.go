@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,22 +24,24 @@ func TestSoak(t *testing.T) {
 	if s, err := strconv.ParseUint(os.Getenv("ROLIS_SOAK_SEED"), 10, 64); err == nil {
 		first = s
 	}
-	passed := 0
+	passed, injected := 0, 0
 	for i := 0; i < runs; i++ {
 		seed := first + uint64(i)
-		ok := t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { soakRun(t, seed) })
+		ok := t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) { soakRun(t, seed, &injected) })
 		if ok {
 			passed++
 		}
 		fmt.Printf("soak: seed %d %s (%d of %d passed so far)\n", seed, map[bool]string{true: "passed", false: "FAILED"}[ok],
 			passed, i+1)
 	}
-	fmt.Printf("soak: %d of %d seeded fault runs passed\n", passed, runs)
+	fmt.Printf("soak: %d faults injected, %d of %d seeded fault runs passed\n", injected, passed, runs)
 }
 
 var soakFaults = []string{"kill-leader", "pause-leader", "partition-leader", "restart-follower", "loss-dup-kill-leader"}
 
-func soakRun(t *testing.T, seed uint64) {
+// soakRun counts the fault in *injected once it is in effect (a failed
+// kill, pause or partition fails the run instead).
+func soakRun(t *testing.T, seed uint64, injected *int) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	fault := soakFaults[rng.IntN(len(soakFaults))]
 	batch := []int{1, 10, 50, 200}[rng.IntN(4)]
@@ -54,7 +57,7 @@ func soakRun(t *testing.T, seed uint64) {
 	next := leader
 	switch fault {
 	case "kill-leader":
-		cl.member(int(leader)).Kill()
+		kill(t, cl, leader)
 		next, _ = cl.failover(0, runningIDs(cl, leader)...)
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		if err := cl.member(int(leader)).Restart(30 * time.Second); err != nil {
@@ -66,7 +69,9 @@ func soakRun(t *testing.T, seed uint64) {
 		}
 		next, _ = cl.failover(0, runningIDs(cl, leader)...)
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
-		cl.member(int(leader)).Resume()
+		if err := cl.member(int(leader)).Resume(); err != nil {
+			t.Fatal(err)
+		}
 	case "partition-leader":
 		cl.partition(int(leader))
 		next, _ = cl.failover(0, runningIDs(cl, leader)...)
@@ -74,7 +79,7 @@ func soakRun(t *testing.T, seed uint64) {
 		cl.heal()
 	case "restart-follower":
 		f := other(cl, leader)
-		cl.member(int(f)).Kill()
+		kill(t, cl, f)
 		time.Sleep(time.Duration(200+rng.IntN(500)) * time.Millisecond)
 		if err := cl.member(int(f)).Restart(30 * time.Second); err != nil {
 			t.Fatal(err)
@@ -82,12 +87,25 @@ func soakRun(t *testing.T, seed uint64) {
 	case "loss-dup-kill-leader":
 		cl.faults(float64(rng.IntN(10))/100, float64(rng.IntN(10))/100, int64(seed))
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
-		cl.member(int(leader)).Kill()
+		kill(t, cl, leader)
 		next, _ = cl.failover(0, runningIDs(cl, leader)...)
 		time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 		cl.heal()
 	}
+	*injected++
 	time.Sleep(time.Duration(300+rng.IntN(700)) * time.Millisecond)
 	w.Stop()
 	t.Log(w.check(cl, next))
+}
+
+// kill sends SIGKILL to member id and fails the run unless it died of it.
+func kill(t *testing.T, cl *cluster, id uint32) {
+	t.Helper()
+	st, err := cl.member(int(id)).Kill()
+	if err != nil {
+		t.Fatalf("kill -9 of member %d: %v", id, err)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("member %d did not die of SIGKILL: %v", id, st)
+	}
 }

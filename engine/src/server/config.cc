@@ -58,16 +58,81 @@ std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text) 
   return std::chrono::milliseconds(*n * mult);
 }
 
+namespace {
+
+// One <number><unit> of a Go duration: the nanoseconds of its unit, and its
+// length in bytes ("µs" is two bytes of UTF-8 and an "s"). 0 if none.
+uint64_t DurationUnit(std::string_view s, size_t* len) {
+  static constexpr std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"ns", 1}, {"us", 1000}, {"\xc2\xb5s", 1000}, {"\xce\xbcs", 1000},  // µ (micro sign) and μ (Greek mu)
+      {"ms", 1000000}, {"s", 1000000000}, {"m", 60000000000}, {"h", 3600000000000}};
+  for (auto [name, ns] : kUnits) {
+    if (s.substr(0, name.size()) == name) {
+      *len = name.size();
+      return ns;
+    }
+  }
+  return 0;
+}
+
+// Go's time.ParseDuration spelling without a sign ("500us", "500µs",
+// "1.5ms", "1ms500us"), in nanoseconds; nullopt when malformed or above an
+// hour.
+std::optional<uint64_t> ParseGoDuration(std::string_view s) {
+  constexpr uint64_t kLimit = 3600000000000;
+  if (s.empty()) return std::nullopt;
+  unsigned __int128 total = 0;
+  while (!s.empty()) {
+    size_t i = 0;
+    uint64_t whole = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      whole = whole * 10 + static_cast<uint64_t>(s[i] - '0');
+      if (whole > kLimit) return std::nullopt;
+      i++;
+    }
+    bool digits = i > 0;
+    uint64_t frac = 0, scale = 1;
+    if (i < s.size() && s[i] == '.') {
+      i++;
+      for (; i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); i++) {
+        digits = true;
+        if (scale < 1000000000000000000ull) {  // digits past 18 are below a nanosecond of any unit
+          frac = frac * 10 + static_cast<uint64_t>(s[i] - '0');
+          scale *= 10;
+        }
+      }
+    }
+    if (!digits) return std::nullopt;
+    size_t len = 0;
+    uint64_t unit = DurationUnit(s.substr(i), &len);
+    if (unit == 0) return std::nullopt;
+    total += static_cast<unsigned __int128>(whole) * unit + static_cast<unsigned __int128>(frac) * unit / scale;
+    if (total > kLimit) return std::nullopt;
+    s.remove_prefix(i + len);
+  }
+  return static_cast<uint64_t>(total);
+}
+
+}  // namespace
+
 std::optional<std::chrono::microseconds> ParseBatchTimeout(const std::string& text) {
   std::string bt = Lower(text);
-  std::optional<std::chrono::microseconds> us;
-  if (bt.size() > 2 && bt.compare(bt.size() - 2, 2, "us") == 0) {
-    if (auto n = ParseUint(std::string_view(bt).substr(0, bt.size() - 2))) us = std::chrono::microseconds(*n);
-  } else if (auto ms = ParseDuration(bt)) {
-    us = *ms;
+  uint64_t ns = 0;
+  if (auto secs = ParseUint(bt)) {  // a bare number is seconds, as in every rolisd duration
+    if (*secs > 3600) return std::nullopt;
+    ns = *secs * 1000000000;
+  } else if (auto d = ParseGoDuration(bt)) {
+    ns = *d;
+  } else {
+    return std::nullopt;
   }
-  if (!us || us->count() < 50 || *us > std::chrono::seconds(1)) return std::nullopt;
-  return us;
+  // The range is checked on the exact value (as the API server checks it),
+  // then rounded to the microsecond (as the operator rounds it).
+  if (ns < static_cast<uint64_t>(std::chrono::nanoseconds(kMinBatchTimeout).count()) ||
+      ns > static_cast<uint64_t>(std::chrono::nanoseconds(kMaxBatchTimeout).count())) {
+    return std::nullopt;
+  }
+  return std::chrono::microseconds((ns + 500) / 1000);
 }
 
 bool ValidHostPort(const std::string& address) {
@@ -359,7 +424,8 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   {
     std::optional<std::chrono::microseconds> us = ParseBatchTimeout(batch_timeout);
     if (!us) {
-      return fail(fmt::format("--batch-timeout: '{}' is not a duration of 50us..1s", batch_timeout));
+      return fail(fmt::format("--batch-timeout: '{}' is not a duration of {}us..{}s", batch_timeout,
+                              kMinBatchTimeout.count(), kMaxBatchTimeout.count() / 1000000));
     }
     c.batch_timeout = *us;
     auto et = ParseDuration(election_timeout);

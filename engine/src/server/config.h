@@ -121,7 +121,16 @@ ParseResult ParseConfig(int argc, const char* const* argv);
 
 // Exposed for tests.
 std::optional<std::chrono::milliseconds> ParseDuration(const std::string& text);
-// --batch-timeout: "500us", "2ms", "1s" (50us..1s); nullopt otherwise.
+// --batch-timeout: the range and format shared with the RolisCluster CRD
+// and the operator (docs/operator.md, "Batch timeout"; the same bounds are
+// api/v1alpha1 MinBatchTimeout and MaxBatchTimeout, and
+// api/v1alpha1/testdata/batch-timeouts.txt holds the cases both sides test).
+inline constexpr std::chrono::microseconds kMinBatchTimeout{50};
+inline constexpr std::chrono::microseconds kMaxBatchTimeout{1000000};
+// Any spelling of Go's time.ParseDuration the API server admits ("500us",
+// "500µs", "1.5ms", "1ms500us"), or a bare number of seconds, within
+// kMinBatchTimeout..kMaxBatchTimeout; rounded to the microsecond. nullopt
+// otherwise.
 std::optional<std::chrono::microseconds> ParseBatchTimeout(const std::string& text);
 using rolis::ParseByteSize;  // rolis/byte_size.h
 // "1=host:port,2=host:port"; error text in *error when it returns nullopt.
