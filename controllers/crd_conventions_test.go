@@ -57,6 +57,7 @@ var _ = Describe("Kubernetes conventions of the RolisCluster API", func() {
 		for replicas, msg := range map[int32]string{4: "replicas must be odd (1, 3, 5 or 7)", 9: "should be less than or equal to 7", 0: "should be greater than or equal to 1"} {
 			bad := scale.DeepCopy()
 			bad.Spec.Replicas = replicas
+			bad.ResourceVersion = "" // unconditional, as kubectl scale is
 			err := k8s.SubResource("scale").Update(ctx, c, client.WithSubResourceBody(bad))
 			Expect(err).To(MatchError(ContainSubstring(msg)), "replicas %d", replicas)
 		}
@@ -64,6 +65,7 @@ var _ = Describe("Kubernetes conventions of the RolisCluster API", func() {
 
 		By("scaling to 5: the spec changes and the membership step grows the cluster one member at a time")
 		scale.Spec.Replicas = 5
+		scale.ResourceVersion = ""
 		Expect(k8s.SubResource("scale").Update(ctx, c, client.WithSubResourceBody(scale))).To(Succeed())
 		Expect(getCluster(ctx, c).Spec.Replicas).To(Equal(int32(5)))
 		stsReplicas := func() int32 {
