@@ -108,7 +108,7 @@ var _ = Describe("Member pods that cannot run", func() {
 		Entry("the image cannot be pulled",
 			container(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
 				Message: `Back-off pulling image "rolis/rolisd:test": not found`}}}),
-			ReasonImagePullFailed, "cannot pull image rolis/rolisd:test (ImagePullBackOff)", "not found"),
+			ReasonImagePullFailed, "cannot pull image rolis/rolisd:test", "ImagePullBackOff: Back-off pulling image", "not found"),
 		Entry("OOM-killed",
 			container(corev1.ContainerStatus{RestartCount: 2,
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},

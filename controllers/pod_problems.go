@@ -81,32 +81,39 @@ func containerProblem(p *corev1.Pod, now time.Time) (podProblem, bool) {
 	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
 		last := cs.LastTerminationState.Terminated
-		problem := func(reason, what, lastExit string) (podProblem, bool) {
-			key := fmt.Sprintf("pod %s: container %s %s", p.Name, cs.Name, what)
+		// problem says what and adds the detail (the last exit, the
+		// kubelet's message) to the message; the key, which decides whether
+		// this is a new state, leaves out the restart count and the details
+		// the kubelet varies while the state stays the same.
+		problem := func(reason, what, detail string, detailIsState bool) (podProblem, bool) {
+			key := fmt.Sprintf("%s pod %s: container %s %s", reason, p.Name, cs.Name, what)
 			msg := fmt.Sprintf("pod %s: container %s %s (%d restarts)", p.Name, cs.Name, what, cs.RestartCount)
-			if lastExit != "" {
-				key += "; " + lastExit
-				msg += "; " + lastExit
+			if detail != "" {
+				msg += "; " + detail
+				if detailIsState {
+					key += "; " + detail
+				}
 			}
 			return podProblem{pod: p.Name, reason: reason, message: msg, key: key}, true
 		}
 		switch w, t := cs.State.Waiting, cs.State.Terminated; {
 		case t != nil && t.Reason == "OOMKilled":
-			return problem(ReasonPodOOMKilled, "was OOM-killed", "")
+			return problem(ReasonPodOOMKilled, "was OOM-killed", "", false)
 		case w != nil && w.Reason == "CrashLoopBackOff" && last != nil && last.Reason == "OOMKilled":
-			return problem(ReasonPodOOMKilled, "is crash-looping after OOM kills (raise resources.limits.memory)", "")
+			return problem(ReasonPodOOMKilled, "is crash-looping after OOM kills (raise resources.limits.memory)", "", false)
 		case w != nil && w.Reason == "CrashLoopBackOff":
-			return problem(ReasonPodCrashLooping, "is crash-looping", describeTermination(last))
+			return problem(ReasonPodCrashLooping, "is crash-looping", describeTermination(last), true)
 		case w == nil && !cs.Ready && cs.RestartCount >= 2 && last != nil && last.Reason != "OOMKilled" &&
 			now.Sub(last.FinishedAt.Time) < restartWindow:
-			return problem(ReasonPodCrashLooping, "is crash-looping", describeTermination(last))
+			return problem(ReasonPodCrashLooping, "is crash-looping", describeTermination(last), true)
 		case w != nil && isImagePullFailure(w.Reason):
-			return problem(ReasonImagePullFailed, fmt.Sprintf("cannot pull image %s (%s)", imageOf(p, cs), w.Reason), oneLine(w.Message))
+			// ErrImagePull and ImagePullBackOff alternate: one state.
+			return problem(ReasonImagePullFailed, "cannot pull image "+imageOf(p, cs), w.Reason+": "+oneLine(w.Message), false)
 		case w != nil && isCreateFailure(w.Reason):
-			return problem(ReasonContainerNotCreated, fmt.Sprintf("cannot be created (%s)", w.Reason), oneLine(w.Message))
+			return problem(ReasonContainerNotCreated, fmt.Sprintf("cannot be created (%s)", w.Reason), oneLine(w.Message), true)
 		case cs.State.Running != nil && last != nil && last.Reason == "OOMKilled" && now.Sub(last.FinishedAt.Time) < recentOOM:
 			return problem(ReasonPodOOMKilled, fmt.Sprintf("was OOM-killed at %s (raise resources.limits.memory)",
-				last.FinishedAt.UTC().Format(time.RFC3339)), "")
+				last.FinishedAt.UTC().Format(time.RFC3339)), "", true)
 		}
 	}
 	return podProblem{}, false

@@ -72,7 +72,7 @@ func TestPodProblemsNameThePodTheReasonAndTheLastTermination(t *testing.T) {
 			"", nil},
 		{"an image that cannot be pulled",
 			pod(container(corev1.ContainerStatus{State: waiting("ErrImagePull", `failed to pull image "rolis/rolisd:9.9": not found`)})),
-			ReasonImagePullFailed, []string{"pod db-2", "cannot pull image rolis/rolisd:9.9 (ErrImagePull)", "not found"}},
+			ReasonImagePullFailed, []string{"pod db-2", "cannot pull image rolis/rolisd:9.9", "ErrImagePull: failed to pull", "not found"}},
 		{"an image pull in back-off",
 			pod(container(corev1.ContainerStatus{State: waiting("ImagePullBackOff", `Back-off pulling image "rolis/rolisd:9.9"`)})),
 			ReasonImagePullFailed, []string{"pod db-2", "ImagePullBackOff", "Back-off pulling image"}},
@@ -159,6 +159,21 @@ func TestOneLineKeepsTheEndOfALongMessage(t *testing.T) {
 	}
 	if !strings.HasPrefix(strings.TrimPrefix(got, "..."), "é") {
 		t.Errorf("cut inside a UTF-8 sequence: %q", got[:8])
+	}
+}
+
+func TestAnImagePullInAndOutOfBackOffIsOneState(t *testing.T) {
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	pulling := func(reason, msg string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "rolisd", Image: "rolis/rolisd:nope"}}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "rolisd",
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}}
+	}
+	a := podProblems([]*corev1.Pod{pulling("ErrImagePull", "rpc error: not found")}, now)
+	b := podProblems([]*corev1.Pod{pulling("ImagePullBackOff", `Back-off pulling image "rolis/rolisd:nope"`)}, now)
+	if len(a) != 1 || len(b) != 1 || a[0].key != b[0].key || a[0].message == b[0].message {
+		t.Errorf("want one state with two messages, got %+v and %+v", a, b)
 	}
 }
 
