@@ -101,6 +101,9 @@ type memory struct {
 	// waits until its replacement (another UID) is ready and answers, even
 	// if the informer cache still shows the deleted pod as ready.
 	restarting *restartingPod
+	// podProblems is the problem last reported in an event per member pod
+	// (checkPods), so the same state makes one event, not one per reconcile.
+	podProblems map[string]string
 }
 
 type incarnation struct {
@@ -187,6 +190,7 @@ func (r *Reconciler) steps() []step {
 		{"certificates", r.reconcileCertificates},
 		{"services", r.reconcileServices},
 		{"statefulset", r.reconcileStatefulSet},
+		{"pods", r.checkPods},
 		{"disruption budget", r.reconcileDisruptionBudget},
 		{"monitoring", r.reconcileMonitoring},
 		{"members", r.probeMembers},

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/rolisdb/rolis/controllers/specs"
@@ -45,6 +46,7 @@ func (r *Reconciler) reconcileStatefulSet(ctx context.Context, s *state) (outcom
 	s.sts = sts
 	s.replicas = *sts.Spec.Replicas
 	s.cluster.Status.Replicas = s.replicas
+	s.cluster.Status.Selector = labels.SelectorFromSet(specs.SelectorLabels(c)).String() // the scale subresource's
 
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(specs.SelectorLabels(c))); err != nil {

@@ -88,6 +88,7 @@ func computeStatus(s *state) {
 		} else {
 			set(dbv1.ConditionFailingOver, metav1.ConditionFalse, ReasonNoFailover, "no failover in progress")
 		}
+		setReplicationLag(s)
 		ready, why := clusterReady(s)
 		if ready {
 			set(dbv1.ConditionReady, metav1.ConditionTrue, ReasonClusterReady, fmt.Sprintf("%d members, %s", s.replicas, s.assessment.Reason))

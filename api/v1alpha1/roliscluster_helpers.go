@@ -90,3 +90,15 @@ func (c *RolisCluster) PrefaultMemoryBytes() int64 {
 	}
 	return c.Spec.PrefaultMemory.Value()
 }
+
+// DefaultLogFormat is the log format of rolisd in the pods (rolisd's own
+// default is text).
+const DefaultLogFormat = "json"
+
+// LogFormat returns spec.logFormat or its default.
+func (c *RolisCluster) LogFormat() string {
+	if c.Spec.LogFormat != "" {
+		return c.Spec.LogFormat
+	}
+	return DefaultLogFormat
+}

@@ -19,6 +19,7 @@ import (
 // the API server rejects the change (see docs/operator.md, "Immutable fields").
 // +kubebuilder:validation:XValidation:rule="!has(self.workerThreads) || !has(self.replicationStreams) || self.workerThreads <= self.replicationStreams",message="workerThreads must be at most replicationStreams: each worker commits on a replication stream of its own"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls cannot be turned on or off after creation: members of one cluster must all speak TLS or all speak plaintext; create a new cluster instead"
+// +kubebuilder:validation:XValidation:rule="(has(self.tables) ? self.tables : []) == (has(oldSelf.tables) ? oldSelf.tables : [])",message="tables is immutable: rolisd numbers tables in the order of --tables and replicates writes by that number, so every member must have the same list; create a new cluster instead"
 type RolisClusterSpec struct {
 	// Replicas is the number of members. It must be odd so that every
 	// majority is strictly more than half and two majorities always meet.
@@ -105,6 +106,28 @@ type RolisClusterSpec struct {
 	// +optional
 	PrefaultMemory *resource.Quantity `json:"prefaultMemory,omitempty"`
 
+	// Tables are created at start besides "kv" (rolisd's --tables, in this
+	// order), so that clients can use them by name (c.Table("orders") in
+	// pkg/client). Immutable: members number tables by their position and
+	// replicate writes by that number, so all must have the same list.
+	// +kubebuilder:validation:MaxItems=1023
+	// +listType=atomic
+	// +optional
+	Tables []TableName `json:"tables,omitempty"`
+
+	// LogLevel of rolisd (its --log-level). Unset: rolisd's default, info.
+	// A change rolls the pods.
+	// +kubebuilder:validation:Enum=trace;debug;info;warn;error;critical;off
+	// +optional
+	LogLevel string `json:"logLevel,omitempty"`
+
+	// LogFormat of rolisd (its --log-format): json, one object a line, or
+	// text. A change rolls the pods.
+	// +kubebuilder:validation:Enum=json;text
+	// +kubebuilder:default=json
+	// +optional
+	LogFormat string `json:"logFormat,omitempty"`
+
 	// Storage of each member (one PersistentVolumeClaim per pod).
 	// +kubebuilder:default={}
 	// +optional
@@ -129,6 +152,13 @@ type RolisClusterSpec struct {
 	// +optional
 	Pod PodOverrides `json:"pod,omitempty"`
 }
+
+// TableName is a table of rolisd: letters, digits, '_', '-' and '.', at
+// most 64 bytes (what rolisd's --tables accepts).
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=64
+// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+type TableName string
 
 // StorageSpec is the persistent storage of each member.
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storage.storageClassName is immutable: the StatefulSet's volume claim templates cannot change"
@@ -278,6 +308,12 @@ type MemberStatus struct {
 	// Watermark G as the member knows it.
 	// +optional
 	Watermark *LogKey `json:"watermark,omitempty"`
+	// Lag is how far the member's replayed state is behind the leader's
+	// watermark G, in the leader's commit time (0 for the leader); unset
+	// when unknown (no serving leader, the member does not answer, or it
+	// has not replayed anything of the leader's epoch yet).
+	// +optional
+	Lag *metav1.Duration `json:"lag,omitempty"`
 	// Healthy as reported by the member.
 	Healthy bool `json:"healthy"`
 	// Message says why the member is unreachable or unhealthy.
@@ -308,6 +344,14 @@ type RolisClusterStatus struct {
 	// ReadyReplicas is the number of ready member pods.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// Selector is the label selector of the member pods, for the scale
+	// subresource (kubectl scale, autoscalers).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// ReplicationLag is the largest lag of a member that answers (see
+	// MemberStatus.Lag); unset without a serving leader.
+	// +optional
+	ReplicationLag *metav1.Duration `json:"replicationLag,omitempty"`
 	// ConfigHash is the hash of the engine settings the pods should run.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
@@ -326,13 +370,15 @@ type RolisClusterStatus struct {
 // RolisCluster is a replicated Rolis database.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=rolis;rc,categories=rolis
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=rolis,categories=rolis
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 45",message="metadata.name must be at most 45 characters: pod, service and certificate names are derived from it"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyReplicas`,priority=1
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Leader",type=string,JSONPath=`.status.leader`
 // +kubebuilder:printcolumn:name="Epoch",type=integer,JSONPath=`.status.epoch`
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.readyReplicas`,description="ready member pods"
+// +kubebuilder:printcolumn:name="Lag",type=string,JSONPath=`.status.replicationLag`,description="the largest replication lag of a member"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RolisCluster struct {
 	metav1.TypeMeta   `json:",inline"`

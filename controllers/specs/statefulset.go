@@ -57,7 +57,7 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 		"--election=none", // the operator elects
 		fmt.Sprintf("--worker-threads=%d", c.WorkerThreads()),
 		fmt.Sprintf("--replication-streams=%d", c.ReplicationStreams()),
-		"--log-format=json",
+		"--log-format=" + c.LogFormat(),
 	}
 	if c.TLSEnabled() {
 		args = append(args,
@@ -66,6 +66,7 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 			"--tls-ca="+TLSDir+"/ca.crt",
 		)
 	}
+	args = append(args, optionalEngineFlags(c)...)
 	return args
 }
 

@@ -1,0 +1,34 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package specs
+
+import (
+	"strings"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+)
+
+// optionalEngineFlags are the rolisd flags of spec fields that are unset
+// by default; an unset field adds no flag, so the pod template of a
+// cluster that does not use them stays as it was before they existed.
+//   - tables: --tables in the spec's order (rolisd numbers tables by their
+//     position and always creates "kv" first);
+//   - logLevel: --log-level.
+func optionalEngineFlags(c *dbv1.RolisCluster) []string {
+	var args []string
+	if len(c.Spec.Tables) > 0 {
+		names := make([]string, len(c.Spec.Tables))
+		for i, t := range c.Spec.Tables {
+			names[i] = string(t)
+		}
+		args = append(args, "--tables="+strings.Join(names, ","))
+	}
+	if c.Spec.LogLevel != "" {
+		args = append(args, "--log-level="+c.Spec.LogLevel)
+	}
+	return args
+}
