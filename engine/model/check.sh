@@ -11,7 +11,7 @@
 # A spin or compiler run that fails is a failure, never "no violation".
 # Walks are seeded, so results repeat.
 # Usage: check.sh            (ctest: about a minute and a half on 2 cores)
-#        MODEL_FULL=1 check.sh   (larger bounds, more walks: tens of minutes)
+#        MODEL_FULL=1 check.sh   (replay in the exhaustive search, more walks: tens of minutes)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -20,11 +20,11 @@ command -v spin >/dev/null || { echo "FAIL: spin is not installed (hack/install-
 
 if [ "${MODEL_FULL:-0}" = 1 ]; then
   CLEAN_SEEDS=${CLEAN_SEEDS:-1000}; MUTANT_SEEDS=${MUTANT_SEEDS:-3000}; STEPS=${STEPS:-100000}
+  # 2 streams of 2 slots with ts < 3 did not complete in 9 minutes on a
+  # 2-core machine; two failover drivers are left to the walks as well.
   EXHAUSTIVE=(
     "-DNL=2 -DNS=1 -DNK=2 -DMAXTS=3 -DNO_REPLAY -DNO_COMPACT -DNO_CHANGE -DNO_HEARTBEAT -DNO_DUEL"
     "-DNL=2 -DNS=1 -DNK=2 -DMAXTS=3 -DNO_COMPACT -DNO_CHANGE -DNO_HEARTBEAT -DNO_DUEL"
-    "-DNL=2 -DNS=2 -DNK=2 -DMAXTS=3 -DNO_REPLAY -DNO_COMPACT -DNO_CHANGE -DNO_HEARTBEAT -DNO_DUEL"
-    "-DNL=3 -DNS=1 -DNK=3 -DMAXTS=2 -DNO_REPLAY -DNO_COMPACT -DNO_CHANGE -DNO_HEARTBEAT"
   )
 else
   CLEAN_SEEDS=${CLEAN_SEEDS:-40}; MUTANT_SEEDS=${MUTANT_SEEDS:-600}; STEPS=${STEPS:-30000}
