@@ -27,7 +27,19 @@ build: engine manifests operator go-build
 engine-test: engine
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 600 -j2
 
-test: engine-test operator-test go-test replication-test e2e
+test: engine-test operator-test go-test replication-test fuzz-cpp-test e2e
+
+# libFuzzer targets of the C++ decoders (engine/fuzz/README.md), in a clang
+# build of their own (build/fuzz, through the same ccache as the engine's).
+# fuzz-cpp-test runs each for FUZZ_TEST_SECONDS (make test), fuzz-cpp for
+# FUZZ_SECONDS; both fail on a crash and leave the reproducer in build/fuzz/artifacts.
+FUZZ_TEST_SECONDS ?= 10
+FUZZ_SECONDS ?= 300
+.PHONY: fuzz-cpp fuzz-cpp-test
+fuzz-cpp-test: deps
+	engine/fuzz/run.sh $(FUZZ_TEST_SECONDS)
+fuzz-cpp: deps
+	engine/fuzz/run.sh $(FUZZ_SECONDS)
 
 # The main job: build everything and run it.
 main: build
