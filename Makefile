@@ -115,7 +115,7 @@ go-fuzz:
 	  echo "==> fuzz $$1 $$2 for $(GO_FUZZ_TIME)"; \
 	  nice go test -run '^$$' -fuzz="^$$2\$$" -fuzztime=$(GO_FUZZ_TIME) $$1; shift 2; done
 
-fuzz:
+fuzz: fuzz-cpp
 	$(MAKE) go-fuzz GO_FUZZ_TIME=$(FUZZ_TIME)
 
 # --- replication (engine/src/replication, test/replication; docs/replication.md) ---

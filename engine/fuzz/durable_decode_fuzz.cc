@@ -7,7 +7,7 @@
 // accept must encode back to the same bytes (the encoding is canonical).
 //
 // engine/tests/durability/decode_fuzz_test.cc runs this entry over the seed
-// corpus (engine/fuzz/corpus/durable_decode) and random mutations in ctest.
+// corpus (engine/fuzz/corpus/durable_decode_fuzz) and random mutations in ctest.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
