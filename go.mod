@@ -3,6 +3,7 @@ module github.com/rolisdb/rolis
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cert-manager/cert-manager v1.21.2
 	github.com/onsi/ginkgo/v2 v2.34.0

@@ -7,6 +7,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libssl-dev openssl
   prometheus-cpp-dev libcivetweb-dev libjemalloc-dev libmimalloc-dev libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
+  nlohmann-json3-dev
   spin valgrind etcd-server
   clang libclang-rt-14-dev  # engine/fuzz: libFuzzer and the sanitizers' runtimes (Debian 12: clang 14)
 )

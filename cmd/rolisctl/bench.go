@@ -415,7 +415,7 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	}
 	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1000 }
 	rep.MeanUS, rep.P50US, rep.P95US = us(h.mean()), us(h.quantile(0.50)), us(h.quantile(0.95))
-	rep.P99US, rep.P999US, rep.MaxUS = us(h.quantile(0.99)), us(h.quantile(0.999)), us(time.Duration(h.max))
+	rep.P99US, rep.P999US, rep.MaxUS = us(h.quantile(0.99)), us(h.quantile(0.999)), us(h.max())
 
 	printBenchTable(out, rep)
 	if rep.FirstError != "" {

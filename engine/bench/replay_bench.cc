@@ -6,19 +6,17 @@
 // database then replays them, timed: decode (DecodeBatch) and apply
 // (ReplayApplier, the code replica.cc runs), for a "preloaded" follower
 // (the load's batches applied first, untimed: the run's writes overwrite)
-// and an "empty" one (they insert). --path per-write times main's path
-// before ApplyReplicatedBatch instead (kept here for comparison): DecodeTxns,
-// PrefetchReplicated every 4 transactions, ApplyReplicated per write.
+// and an "empty" one (they insert).
 //
 // Prints a table, then as its last line one JSON object: with one
-// (workload, store, path) its fields (workload, store, path, writes, txns,
+// (workload, store) its fields (workload, store, path (always "batch"), writes, txns,
 // ns_per_write, cpu_ns_per_write, ...); with several, {"results": [...]}.
 //
 // Instructions per replayed write (docs/benchmarks.md, "Follower replay
 // cost"): run one combination under callgrind, counting only the timed
 // replay, and divide Ir by `writes`:
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*TimedReplay*'
-//     bin/rolis-replay-bench --small --workload ycsbpp --store preloaded --path batch
+//     bin/rolis-replay-bench --small --workload ycsbpp --store preloaded
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -43,8 +41,6 @@ namespace {
 using replication::AppendTxn;
 using replication::DecodeBatch;
 using replication::DecodedBatch;
-using replication::DecodedTxn;
-using replication::DecodeTxns;
 using replication::ReplayApplier;
 
 struct EncodedBatch {
@@ -161,38 +157,9 @@ Status Generate(const std::string& name, const Sizes& sz, Workload* out) {
   return Status::OK();
 }
 
-// main's replay path (replica.cc before ApplyReplicatedBatch).
-void ApplyPerWrite(Database* db, Worker* worker, const std::vector<DecodedTxn>& txns, uint64_t epoch) {
-  constexpr size_t kPrefetchTxns = 4;
-  for (size_t pos = 0; pos < txns.size(); pos++) {
-    if (pos % kPrefetchTxns == 0) {
-      WriteRecord group[64];
-      size_t n = 0;
-      for (size_t i = pos; i < txns.size() && i < pos + kPrefetchTxns; i++) {
-        for (const WriteRecord& w : txns[i].writes) {
-          if (n == 64) break;
-          group[n++] = w;
-        }
-      }
-      db->PrefetchReplicated(worker, group, n);
-    }
-    for (const WriteRecord& w : txns[pos].writes) (void)db->ApplyReplicated(worker, w, epoch, txns[pos].ts);
-  }
-}
-
 // The timed part (callgrind counts only this function and its callees).
-__attribute__((noinline)) void TimedReplay(Database* db, Worker* worker, const std::vector<EncodedBatch>& batches,
-                                           bool per_write) {
+__attribute__((noinline)) void TimedReplay(Database* db, Worker* worker, const std::vector<EncodedBatch>& batches) {
   constexpr uint64_t kEpoch = 1;
-  if (per_write) {
-    std::vector<DecodedTxn> txns;
-    for (const EncodedBatch& b : batches) {
-      if (!DecodeTxns(b.payload, b.count, b.last_ts, &txns).ok()) std::abort();
-      ApplyPerWrite(db, worker, txns, kEpoch);
-      db->SetReplayHorizon(kEpoch, b.last_ts);
-    }
-    return;
-  }
   DecodedBatch txns;
   ReplayApplier applier(db, worker, 0);
   for (const EncodedBatch& b : batches) {
@@ -207,7 +174,7 @@ __attribute__((noinline)) void TimedReplay(Database* db, Worker* worker, const s
 }
 
 struct Result {
-  std::string workload, store, path;
+  std::string workload, store;
   uint64_t writes = 0, txns = 0, batches = 0;
   double seconds = 0, cpu_seconds = 0;
   uint64_t live_records = 0;
@@ -219,7 +186,7 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-Result RunOne(const Workload& wl, bool preloaded, bool per_write) {
+Result RunOne(const Workload& wl, bool preloaded) {
   Options o;
   auto db = Database::Open(o);
   for (const std::string& name : wl.tables) {
@@ -227,7 +194,7 @@ Result RunOne(const Workload& wl, bool preloaded, bool per_write) {
   }
   auto worker = db->RegisterWorker();
   if (preloaded) {
-    // The same start state for both paths: the load applied in groups.
+    // The load applied in groups.
     DecodedBatch txns;
     ReplayApplier applier(db.get(), worker.get(), 0);
     for (const EncodedBatch& b : wl.load) {
@@ -240,13 +207,12 @@ Result RunOne(const Workload& wl, bool preloaded, bool per_write) {
   Result r;
   r.workload = wl.name;
   r.store = preloaded ? "preloaded" : "empty";
-  r.path = per_write ? "per-write" : "batch";
   r.writes = wl.run_writes;
   r.txns = wl.run_txns;
   r.batches = wl.run.size();
   const double c0 = ThreadCpuSeconds();
   const auto t0 = std::chrono::steady_clock::now();
-  TimedReplay(db.get(), worker.get(), wl.run, per_write);
+  TimedReplay(db.get(), worker.get(), wl.run);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.cpu_seconds = ThreadCpuSeconds() - c0;
   worker->Quiesce();
@@ -262,7 +228,7 @@ std::string Json(const Result& r, const Sizes& sz) {
                 ",\"batches\":%" PRIu64 ",\"batch_txns\":%u,\"ns_per_write\":%.1f,\"cpu_ns_per_write\":%.1f"
                 ",\"writes_per_second\":%.0f,\"seconds\":%.4f,\"live_records\":%" PRIu64
                 ",\"ycsb_keys\":%" PRIu64 ",\"tpcc_items\":%u,\"tpcc_customers\":%u}",
-                r.workload.c_str(), r.store.c_str(), r.path.c_str(), r.writes, r.txns, r.batches, sz.batch_txns,
+                r.workload.c_str(), r.store.c_str(), "batch", r.writes, r.txns, r.batches, sz.batch_txns,
                 r.seconds * 1e9 / w, r.cpu_seconds * 1e9 / w, w / (r.seconds > 0 ? r.seconds : 1e-9), r.seconds,
                 r.live_records, sz.ycsb_keys, sz.tpcc_items, sz.tpcc_customers);
   return buf;
@@ -274,21 +240,19 @@ std::string Json(const Result& r, const Sizes& sz) {
 int main(int argc, char** argv) {
   using namespace rolis::bench;
   CLI::App app{"rolis-replay-bench: the cost of follower replay (decode + apply) per replicated write"};
-  std::string workload = "all", store = "all", path = "batch";
+  std::string workload = "all", store = "all";
   Sizes sz;
   bool small = false;
   int reps = 1;
   app.add_option("--workload", workload, "ycsbpp, tpcc or all")->check(CLI::IsMember({"ycsbpp", "tpcc", "all"}));
   app.add_option("--store", store, "preloaded (overwrites), empty (inserts) or all")
       ->check(CLI::IsMember({"preloaded", "empty", "all"}));
-  app.add_option("--path", path, "batch (ApplyReplicatedBatch), per-write (main's path before it) or both")
-      ->check(CLI::IsMember({"batch", "per-write", "both"}));
   app.add_option("--keys", sz.ycsb_keys, "YCSB++ keys")->check(CLI::PositiveNumber);
   app.add_option("--txns", sz.txns, "read-write transactions to replay")->check(CLI::PositiveNumber);
   app.add_option("--batch-txns", sz.batch_txns, "transactions per batch")->check(CLI::PositiveNumber);
   app.add_option("--patch-updates", sz.patch_updates,
                  "log an update of the worker's own last write as a patch, as rolisd (default true)");
-  app.add_option("--reps", reps, "runs of each combination, interleaved across paths")->check(CLI::PositiveNumber);
+  app.add_option("--reps", reps, "runs of each combination")->check(CLI::PositiveNumber);
   app.add_flag("--small", small,
                "small sizes for callgrind: 100K YCSB++ keys, TPC-C with 10K items and 300 customers per "
                "district, 20K transactions");
@@ -303,11 +267,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> names = workload == "all" ? std::vector<std::string>{"ycsbpp", "tpcc"}
                                                      : std::vector<std::string>{workload};
   std::vector<bool> stores = store == "all" ? std::vector<bool>{true, false} : std::vector<bool>{store == "preloaded"};
-  std::vector<bool> paths =
-      path == "both" ? std::vector<bool>{true, false} : std::vector<bool>{path == "per-write"};
 
   std::vector<Result> results;
-  std::printf("%-7s %-9s %-9s %9s %8s %10s %12s %12s\n", "wkld", "store", "path", "writes", "txns", "ns/write",
+  std::printf("%-7s %-9s %9s %8s %10s %12s %12s\n", "wkld", "store", "writes", "txns", "ns/write",
               "cpu ns/write", "writes/s");
   for (const std::string& name : names) {
     Workload wl;
@@ -324,14 +286,12 @@ int main(int argc, char** argv) {
                  wl.run.size(), static_cast<double>(run_bytes) / static_cast<double>(std::max<uint64_t>(wl.run_txns, 1)));
     for (bool preloaded : stores) {
       for (int rep = 0; rep < reps; rep++) {
-        for (bool per_write : paths) {
-          Result r = RunOne(wl, preloaded, per_write);
-          std::printf("%-7s %-9s %-9s %9" PRIu64 " %8" PRIu64 " %10.1f %12.1f %12.0f\n", r.workload.c_str(),
-                      r.store.c_str(), r.path.c_str(), r.writes, r.txns, r.seconds * 1e9 / r.writes,
-                      r.cpu_seconds * 1e9 / r.writes, r.writes / r.seconds);
-          std::fflush(stdout);
-          results.push_back(r);
-        }
+        Result r = RunOne(wl, preloaded);
+        std::printf("%-7s %-9s %9" PRIu64 " %8" PRIu64 " %10.1f %12.1f %12.0f\n", r.workload.c_str(),
+                    r.store.c_str(), r.writes, r.txns, r.seconds * 1e9 / r.writes, r.cpu_seconds * 1e9 / r.writes,
+                    r.writes / r.seconds);
+        std::fflush(stdout);
+        results.push_back(r);
       }
     }
   }

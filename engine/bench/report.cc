@@ -1,33 +1,22 @@
 #include "report.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cinttypes>
+#include <cstdlib>
 
 namespace rolis::bench {
 namespace {
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+using Json = nlohmann::ordered_json;  // fields in the order written
 
-std::string Num(double v) {
+// A measurement with 6 significant digits: more would be noise, and the
+// line stays short.
+double Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return std::strtod(buf, nullptr);
 }
-std::string Num(uint64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -97,87 +86,77 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
 }
 
 std::string JsonLine(const RunInfo& info, const RunResult& r) {
-  std::string j = "{";
-  auto field = [&j](const char* name, const std::string& value) {
-    if (j.size() > 1) j += ",";
-    j += "\"";
-    j += name;
-    j += "\":";
-    j += value;
-  };
-  field("workload", JsonString(info.workload));
-  field("mode", JsonString(info.mode.mode));
-  field("threads", Num(uint64_t{info.threads}));
-  field("seconds", Num(r.measured_seconds));
-  field("warmup_seconds", Num(info.warmup_seconds));
-  field("seed", Num(info.seed));
-  field("throughput_tps", Num(r.throughput()));
-  field("abort_rate", Num(r.abort_rate()));
+  Json j;
+  j["workload"] = info.workload;
+  j["mode"] = info.mode.mode;
+  j["threads"] = info.threads;
+  j["seconds"] = Num(r.measured_seconds);
+  j["warmup_seconds"] = Num(info.warmup_seconds);
+  j["seed"] = info.seed;
+  j["throughput_tps"] = Num(r.throughput());
+  j["abort_rate"] = Num(r.abort_rate());
   // p50/p95/p99_us: the latency a client sees: in the replicated mode until
   // the watermark covers the commit, else the engine's (Begin to outcome).
   const LogLinearHistogram& seen = r.has_ack_latency ? r.ack_latency : r.latency;
-  field("latency", JsonString(r.has_ack_latency ? "client_visible_commit" : "engine"));
-  field("p50_us", Num(r.QuantileMicros(seen, 0.5)));
-  field("p95_us", Num(r.QuantileMicros(seen, 0.95)));
-  field("p99_us", Num(r.QuantileMicros(seen, 0.99)));
-  field("engine_p50_us", Num(r.QuantileMicros(r.latency, 0.5)));
-  field("engine_p99_us", Num(r.QuantileMicros(r.latency, 0.99)));
-  field("commits", Num(r.commits));
-  field("aborts", Num(r.conflict_aborts));
-  field("rollbacks", Num(r.rollbacks));
-  field("replicas", Num(uint64_t{info.mode.replicas}));
-  field("batch_size", Num(uint64_t{info.mode.batch_size}));
-  field("other_cpu_load", JsonString(info.other_cpu_load));
-  field("other_cpu_load_rounds", Num(r.other_cpu_load_rounds));
-  field("other_cpu_load_unpinned", Num(static_cast<uint64_t>(r.other_cpu_load_unpinned)));
+  j["latency"] = r.has_ack_latency ? "client_visible_commit" : "engine";
+  j["p50_us"] = Num(r.QuantileMicros(seen, 0.5));
+  j["p95_us"] = Num(r.QuantileMicros(seen, 0.95));
+  j["p99_us"] = Num(r.QuantileMicros(seen, 0.99));
+  j["engine_p50_us"] = Num(r.QuantileMicros(r.latency, 0.5));
+  j["engine_p99_us"] = Num(r.QuantileMicros(r.latency, 0.99));
+  j["commits"] = r.commits;
+  j["aborts"] = r.conflict_aborts;
+  j["rollbacks"] = r.rollbacks;
+  j["replicas"] = info.mode.replicas;
+  j["batch_size"] = info.mode.batch_size;
+  j["other_cpu_load"] = info.other_cpu_load;
+  j["other_cpu_load_rounds"] = r.other_cpu_load_rounds;
+  j["other_cpu_load_unpinned"] = static_cast<uint64_t>(r.other_cpu_load_unpinned);
   if (r.has_ack_latency) {
-    field("batch_timeout_us", Num(static_cast<uint64_t>(info.mode.batch_timeout.count())));
-    field("acked_txns", Num(r.ack_latency.total()));
-    field("unacked_txns", Num(r.unacked));
-    field("unsampled_txns", Num(r.unsampled));
-    field("patch_updates", info.mode.patch_updates ? "true" : "false");
-    field("flow_control_wait_ms", Num(r.flow_control_wait_ms));
-    if (r.threads_on_worker_cpus >= 0) field("threads_on_worker_cpus", Num(uint64_t(r.threads_on_worker_cpus)));
+    j["batch_timeout_us"] = static_cast<uint64_t>(info.mode.batch_timeout.count());
+    j["acked_txns"] = r.ack_latency.total();
+    j["unacked_txns"] = r.unacked;
+    j["unsampled_txns"] = r.unsampled;
+    j["patch_updates"] = info.mode.patch_updates;
+    j["flow_control_wait_ms"] = Num(r.flow_control_wait_ms);
+    if (r.threads_on_worker_cpus >= 0) j["threads_on_worker_cpus"] = static_cast<uint64_t>(r.threads_on_worker_cpus);
   }
   // Open loop (--rate): the target rate (0: closed loop, as fast as it goes)
   // and how far behind its schedule a thread fell at most.
-  field("rate_tps", Num(r.rate_tps));
-  field("max_lag_us", Num(r.max_lag_micros));
-  field("steal_ms", Num(r.steal_ms));
-  field("other_cpus_busy_ms", Num(r.other_cpus_busy_ms));
-  field("other_cpus_us_per_txn", Num(r.other_cpus_us_per_txn()));
-  field("context_switches_per_txn", Num(r.context_switches_per_txn()));
-  field("load_seconds", Num(info.load_seconds));
-  field("pinned", r.pinned ? "true" : "false");
-  field("huge_pages", info.mode.huge_pages ? "true" : "false");
-  field("prefault_mib", Num(static_cast<double>(info.mode.prefault_memory >> 20)));
-  field("worker_cpu_seconds", Num(r.worker_cpu_seconds));
-  field("worker_runqueue_ms", Num(r.worker_runqueue_ms));
-  field("cpu_normalized_tps", Num(r.cpu_normalized_throughput(info.threads)));
+  j["rate_tps"] = Num(r.rate_tps);
+  j["max_lag_us"] = Num(r.max_lag_micros);
+  j["steal_ms"] = Num(r.steal_ms);
+  j["other_cpus_busy_ms"] = Num(r.other_cpus_busy_ms);
+  j["other_cpus_us_per_txn"] = Num(r.other_cpus_us_per_txn());
+  j["context_switches_per_txn"] = Num(r.context_switches_per_txn());
+  j["load_seconds"] = Num(info.load_seconds);
+  j["pinned"] = r.pinned;
+  j["huge_pages"] = info.mode.huge_pages;
+  j["prefault_mib"] = Num(static_cast<double>(info.mode.prefault_memory >> 20));
+  j["worker_cpu_seconds"] = Num(r.worker_cpu_seconds);
+  j["worker_runqueue_ms"] = Num(r.worker_runqueue_ms);
+  j["cpu_normalized_tps"] = Num(r.cpu_normalized_throughput(info.threads));
   if (!r.timeline.empty()) {
-    std::string points = "[";
+    Json& points = j["timeline"] = Json::array();
     for (const TimelinePoint& p : r.timeline) {
-      if (points.size() > 1) points += ",";
-      points += "{\"end_s\":" + Num(p.end_seconds) + ",\"tps\":" + Num(p.tps) +
-                ",\"other_cpus_us_per_txn\":" + Num(p.other_cpus_us_per_txn) + "}";
+      points.push_back(
+          {{"end_s", Num(p.end_seconds)}, {"tps", Num(p.tps)}, {"other_cpus_us_per_txn", Num(p.other_cpus_us_per_txn)}});
     }
-    field("timeline", points + "]");
   }
-  std::string config = "{";
+  Json& config = j["config"] = Json::object();
   for (const auto& [k, v] : info.config) {
-    if (config.size() > 1) config += ",";
-    config += JsonString(k) + ":" + v;
+    Json value = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+    config[k] = value.is_discarded() ? Json(v) : std::move(value);  // not JSON: as a string
   }
-  field("config", config + "}");
-  std::string txns = "{";
+  Json& txns = j["txns"] = Json::object();
   for (const TxnTypeStats& t : r.types) {
-    if (txns.size() > 1) txns += ",";
-    txns += JsonString(t.name) + ":{\"commits\":" + Num(t.commits) + ",\"aborts\":" + Num(t.conflict_aborts) +
-            ",\"rollbacks\":" + Num(t.rollbacks) + ",\"p50_us\":" + Num(r.QuantileMicros(t.latency, 0.5)) +
-            ",\"p99_us\":" + Num(r.QuantileMicros(t.latency, 0.99)) + "}";
+    txns[t.name] = {{"commits", t.commits},
+                    {"aborts", t.conflict_aborts},
+                    {"rollbacks", t.rollbacks},
+                    {"p50_us", Num(r.QuantileMicros(t.latency, 0.5))},
+                    {"p99_us", Num(r.QuantileMicros(t.latency, 0.99))}};
   }
-  field("txns", txns + "}");
-  return j + "}";
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 }  // namespace rolis::bench

@@ -20,6 +20,10 @@ import (
 // point into, and one slab per message type). A reply it does not recognise
 // field by field (a scan's items, a field added later) goes to the standard
 // codec, as does every other message.
+//
+// Kept over the generated code because decoding is 2.6x faster
+// (BenchmarkBatchCodec, a 64-transaction reply: 31 µs and 8 allocations
+// against 80 µs and 778); encoding is on a par (53 µs against 52 µs).
 type batchCodec struct{ std encoding.CodecV2 }
 
 func newBatchCodec() batchCodec { return batchCodec{std: encoding.GetCodecV2(protocodec.Name)} }

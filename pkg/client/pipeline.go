@@ -2,12 +2,8 @@ package client
 
 import (
 	"context"
-	"errors"
-	"io"
-	"sync"
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
-	"google.golang.org/grpc"
 )
 
 // PipelineOptions configures a Pipeline.
@@ -24,19 +20,6 @@ func (o PipelineOptions) withDefaults() PipelineOptions {
 	return o
 }
 
-// openStream opens a stream of ep (on one of its connections) whose life
-// ctx bounds; cancel ends it.
-func openStream[S any](ctx context.Context, op string, ep *endpoint,
-	open func(rolisv1.RolisClient, context.Context, ...grpc.CallOption) (S, error), opts ...grpc.CallOption) (S, context.CancelFunc, error) {
-	sctx, cancel := context.WithCancel(ctx)
-	stream, err := open(ep.rolis[ep.pick()], sctx, opts...)
-	if err != nil {
-		cancel()
-		return stream, nil, wrapErr(op, err, nil)
-	}
-	return stream, cancel, nil
-}
-
 // Pipeline keeps many one-shot transactions in flight on one ExecuteStream
 // (a bidirectional gRPC stream to the current target): requests carry a
 // sequence number and responses may come back in any order. It is safe for
@@ -48,44 +31,24 @@ func openStream[S any](ctx context.Context, op string, ep *endpoint,
 // there). If the stream breaks, every pending and later call fails with the
 // stream's error.
 type Pipeline struct {
-	c             *Client
-	stream        rolisv1.Rolis_ExecuteStreamClient
-	cancel        context.CancelFunc
-	ep            *endpoint
-	serverRetries uint32
-	window        chan struct{}
-	recvDone      chan struct{}
-
-	sendMu sync.Mutex
-
-	mu      sync.Mutex
-	seq     uint64
-	pending map[uint64]func(*rolisv1.ExecuteResponse, error)
-	err     error // terminal error of the stream
-	closed  bool
+	*pipelineStream[rolisv1.ExecuteRequest, rolisv1.ExecuteResponse, pipelineDone]
 }
+
+type pipelineDone = func(*rolisv1.ExecuteResponse, error)
 
 // NewPipeline opens an ExecuteStream to the current target. ctx bounds the
 // life of the stream.
 func (c *Client) NewPipeline(ctx context.Context, opts PipelineOptions) (*Pipeline, error) {
 	opts = opts.withDefaults()
-	ep := c.target.Load()
-	stream, cancel, err := openStream(ctx, "ExecuteStream", ep, rolisv1.RolisClient.ExecuteStream)
+	s, err := openPipelineStream(ctx, c, "ExecuteStream", make(chanWindow, opts.MaxInFlight),
+		rolisv1.RolisClient.ExecuteStream, func(done pipelineDone, err error) { done(nil, err) })
 	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{
-		c: c, stream: stream, cancel: cancel, ep: ep, serverRetries: c.cfg.ServerRetries,
-		window:   make(chan struct{}, opts.MaxInFlight),
-		recvDone: make(chan struct{}),
-		pending:  make(map[uint64]func(*rolisv1.ExecuteResponse, error), opts.MaxInFlight),
-	}
-	go p.receive()
+	p := &Pipeline{s}
+	p.start(p.receive)
 	return p, nil
 }
-
-// Endpoint returns the address the stream goes to.
-func (p *Pipeline) Endpoint() string { return p.ep.addr }
 
 // ExecuteAsync sends ops as one transaction and returns at once (after
 // waiting for room in the window); done is called with the outcome from the
@@ -111,47 +74,17 @@ func (p *Pipeline) ExecuteAsync(ctx context.Context, ops []Op, done func(*Result
 // wire response, with ErrConditionFailed when its condition_failed is set,
 // or nil and the error.
 func (p *Pipeline) ExecuteRequestAsync(ctx context.Context, req *rolisv1.ExecuteRequest, done func(*rolisv1.ExecuteResponse, error)) error {
-	select {
-	case p.window <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-p.recvDone:
-		return p.terminalErr()
-	}
-	p.mu.Lock()
-	if p.err != nil || p.closed {
-		err := p.err
-		p.mu.Unlock()
-		<-p.window
-		if err == nil {
-			err = ErrClosed
-		}
+	first, err := p.enqueue(ctx, 1, func(_ int, seq uint64) pipelineDone {
+		req.Seq = seq
+		return done
+	})
+	if err != nil {
 		return err
 	}
-	p.seq++
-	req.Seq = p.seq
-	p.pending[req.Seq] = done
-	p.mu.Unlock()
-
-	p.sendMu.Lock()
-	err := p.stream.Send(req)
-	p.sendMu.Unlock()
-	if err != nil {
-		p.mu.Lock()
-		_, mine := p.pending[req.Seq]
-		delete(p.pending, req.Seq)
-		p.mu.Unlock()
-		if !mine {
-			return nil // the receiver already failed it and called done
-		}
-		<-p.window
-		if errors.Is(err, io.EOF) { // the real error comes from Recv
-			<-p.recvDone
-			return p.terminalErr()
-		}
-		return wrapErr("ExecuteStream", err, nil)
+	if unsent, err := p.send(req, first, 1); len(unsent) > 0 {
+		return err
 	}
-	return nil
+	return nil // sent, or the receiver already failed it and called done
 }
 
 // Execute sends ops as one transaction and waits for its outcome.
@@ -172,92 +105,14 @@ func (p *Pipeline) Execute(ctx context.Context, ops ...Op) (*Result, error) {
 	}
 }
 
-func (p *Pipeline) receive() {
-	defer close(p.recvDone)
-	for {
-		resp, err := p.stream.Recv()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = ErrClosed
-			} else {
-				err = wrapErr("ExecuteStream", err, p.stream.Trailer())
-			}
-			p.failAll(err)
-			return
-		}
-		p.mu.Lock()
-		done, ok := p.pending[resp.GetSeq()]
-		delete(p.pending, resp.GetSeq())
-		p.mu.Unlock()
-		if !ok {
-			continue // not ours (a server bug); nothing waits for it
-		}
-		<-p.window
-		if err := p.c.streamOutcome("ExecuteStream", resp); err != nil && !errors.Is(err, ErrConditionFailed) {
-			done(nil, err)
-		} else {
-			done(resp, err)
-		}
-	}
-}
-
-// streamOutcome is the error of a streamed response: its error_code as an
-// *Error (a not-leader one moves the client's target to the leader),
-// ErrConditionFailed, or nil.
-func (c *Client) streamOutcome(op string, r *rolisv1.ExecuteResponse) error {
-	switch {
-	case r.GetErrorCode() != 0:
-		e := newError(op, codeOf(r.GetErrorCode()), r.GetErrorMessage(), nil)
-		if e.Leader != "" {
-			_ = c.SetTarget(e.Leader)
-		}
-		return e
-	case r.GetConditionFailed():
-		return ErrConditionFailed
-	}
-	return nil
-}
-
-func (p *Pipeline) failAll(err error) {
+// receive hands a response to the done of its transaction.
+func (p *Pipeline) receive(resp *rolisv1.ExecuteResponse) {
 	p.mu.Lock()
-	if p.err == nil {
-		p.err = err
-	}
-	pend := p.pending
-	p.pending = map[uint64]func(*rolisv1.ExecuteResponse, error){}
+	done, ok := p.takeLocked(resp.GetSeq())
 	p.mu.Unlock()
-	err = inDoubt(err) // sent but unanswered: they may have committed
-	for _, done := range pend {
-		<-p.window
-		done(nil, err)
+	if !ok {
+		return
 	}
-}
-
-func (p *Pipeline) terminalErr() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return p.err
-	}
-	return ErrClosed
-}
-
-// InFlight returns the number of transactions sent and not yet answered.
-func (p *Pipeline) InFlight() int { return len(p.window) }
-
-// Close ends the stream after the transactions in flight are answered (or
-// after 10 s), then frees it. Transactions still pending then fail with
-// ErrClosed.
-func (p *Pipeline) Close() error {
-	p.mu.Lock()
-	already := p.closed
-	p.closed = true
-	p.mu.Unlock()
-	if already {
-		return nil
-	}
-	p.sendMu.Lock()
-	_ = p.stream.CloseSend()
-	p.sendMu.Unlock()
-	return closeStream(p.recvDone, p.cancel, p.terminalErr)
+	p.win.release(1)
+	done(p.result(resp))
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -176,4 +177,82 @@ func TestExecuteBatchStream_UndecodableMessageEndsTheStreamWithInvalidArgument(t
 		t.Errorf("the transaction before the garbage: before = %q", v)
 	}
 	mustPut(t, cl, "still", "serving")
+}
+
+// A stream that breaks fails every transaction it carried and that was not
+// answered, once each and in doubt (it may have committed), on both kinds of
+// pipeline: the server is stopped with transactions in flight, then killed.
+func TestPipelinesFailEveryUnansweredTransactionInDoubtWhenTheServerDies(t *testing.T) {
+	m, cl := standalone(t)
+	ctx := ctxFor(t, time.Minute)
+	p, err := cl.NewPipeline(ctx, client.PipelineOptions{MaxInFlight: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	bp, err := cl.NewBatchPipeline(ctx, client.PipelineOptions{MaxInFlight: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bp.Close()
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	calls := map[string]int{}
+	var errs []error
+	note := func(name string, err error) {
+		mu.Lock()
+		calls[name]++
+		errs = append(errs, err)
+		mu.Unlock()
+		wg.Done()
+	}
+	for i := range n {
+		name := fmt.Sprintf("stream-%d", i)
+		wg.Add(1)
+		if err := p.ExecuteRequestAsync(ctx, putReq(name, "v"), func(_ *rolisv1.ExecuteResponse, err error) { note(name, err) }); err != nil {
+			t.Fatalf("send %s: %v", name, err)
+		}
+	}
+	reqs := make([]*rolisv1.ExecuteRequest, n)
+	for i := range reqs {
+		reqs[i] = putReq(fmt.Sprintf("batch-%d", i), "v")
+	}
+	wg.Add(n)
+	if err := bp.ExecuteBatchAsync(ctx, reqs, func(i int, _ *rolisv1.ExecuteResponse, err error) {
+		note(fmt.Sprintf("batch-%d", i), err)
+	}); err != nil {
+		t.Fatalf("send batch: %v", err)
+	}
+	if _, err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("after the server died, %d of %d transactions were answered", len(errs), 2*n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for name, c := range calls {
+		if c != 1 {
+			t.Errorf("%s answered %d times", name, c)
+		}
+	}
+	for _, err := range errs {
+		var e *client.Error
+		if !errors.As(err, &e) || !e.InDoubt {
+			t.Errorf("a transaction in flight failed with %v, want an in-doubt *client.Error", err)
+		}
+	}
+	if p.InFlight() != 0 || bp.InFlight() != 0 {
+		t.Errorf("in flight after the end: %d and %d, want 0", p.InFlight(), bp.InFlight())
+	}
 }

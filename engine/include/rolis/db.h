@@ -277,12 +277,6 @@ class Database {
     return first;
   }
 
-  // Cache warming before ApplyReplicated of writes[0..n): fetches their index
-  // paths and records, a group of keys at a time, so the applies that follow
-  // find them in cache. Changes nothing; invalid writes are skipped (their
-  // ApplyReplicated reports them).
-  virtual void PrefetchReplicated(Worker* worker, const WriteRecord* writes, size_t n) {}
-
   // The replication epoch that local commits are stamped with (default 0).
   // ApplyReplicated compares (epoch, ts) epoch first, so a leader of epoch e
   // sets e here before it opens for writes.

@@ -282,15 +282,6 @@ class BTree {
   };
   LookupResult Lookup(const KeyRef& k) const;
 
-  // Cache warming for a group of independent keys (follower replay): walks
-  // all of them down together, one level at a time, prefetching each key's
-  // next node so the group's misses overlap, then prefetches each found
-  // record. Changes nothing and returns nothing; a key whose node moved
-  // under it is dropped (the hint is only lost). Same reader rules as
-  // Lookup (btree_prefetch.cc). At most kPrefetchGroup keys are used.
-  static constexpr int kPrefetchGroup = 16;
-  void PrefetchGroup(const KeyRef* keys, int n) const;
-
   // Exact lookups of a group of keys, possibly in different trees
   // (follower replay: BTree::LookupGroup in btree_lookup_group.cc). Walks
   // them down together, one level per pass, so the group's misses overlap,

@@ -169,31 +169,6 @@ Status DatabaseImpl::ApplyReplicatedBatch(Worker* worker, std::span<const Replic
   return w->ApplyReplicatedBatch(writes);
 }
 
-void DatabaseImpl::PrefetchReplicated(Worker* worker, const WriteRecord* writes, size_t n) {
-  auto* w = static_cast<WorkerImpl*>(worker);
-  if (w == nullptr || w->db() != this || w->has_open_txn()) return;
-  w->Enter(false);  // as ApplyReplicated: records stay unreclaimed while read
-  KeyRef keys[BTree::kPrefetchGroup];
-  TableImpl* table = nullptr;
-  int k = 0;
-  auto flush = [&] {
-    if (k > 0) table->tree.PrefetchGroup(keys, k);
-    k = 0;
-  };
-  for (size_t i = 0; i < n; i++) {
-    const WriteRecord& wr = writes[i];
-    if (wr.key.empty() || wr.key.size() > options_.limits.max_key_bytes) continue;
-    TableImpl* t = (table && wr.table == table->id()) ? table : TableById(wr.table);
-    if (t == nullptr) continue;
-    if (t != table || k == BTree::kPrefetchGroup) {
-      flush();
-      table = t;
-    }
-    keys[k++] = KeyRef(wr.key);
-  }
-  flush();
-}
-
 void DatabaseImpl::SetReplicationEpoch(uint64_t epoch) {
   // Records keep 32 bits of it (Paxos epochs count failovers).
   repl_epoch_.store(std::min<uint64_t>(epoch, UINT32_MAX), std::memory_order_release);

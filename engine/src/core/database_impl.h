@@ -98,7 +98,6 @@ class DatabaseImpl final : public Database {
   Status GetTable(std::string_view name, Table** table) override;
   Status GetTable(TableId id, Table** table) override;
   std::unique_ptr<Worker> RegisterWorker() override;
-  void PrefetchReplicated(Worker* worker, const WriteRecord* writes, size_t n) override;
   Status ApplyReplicated(Worker* worker, const WriteRecord& write, uint64_t order_epoch,
                          uint64_t order_ts) override;
   Status ApplyReplicatedBatch(Worker* worker, std::span<const ReplicatedWrite> writes) override;

@@ -90,17 +90,6 @@ Status Decode(std::string_view payload, uint32_t count, uint64_t last_ts, OnTxn&
 
 }  // namespace
 
-Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, std::vector<DecodedTxn>* out) {
-  out->clear();
-  return Decode(
-      payload, count, last_ts,
-      [out](uint64_t ts, uint32_t n) {
-        out->emplace_back().ts = ts;
-        out->back().writes.reserve(n);
-      },
-      [out](const WriteRecord& w) { out->back().writes.push_back(w); });
-}
-
 Status DecodeBatch(std::string_view payload, uint32_t count, uint64_t last_ts, DecodedBatch* out) {
   out->clear();
   Status s = Decode(

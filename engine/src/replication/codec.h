@@ -20,15 +20,6 @@ namespace rolis::replication {
 
 using txn_encoding::AppendTxn;
 
-// One decoded transaction; its views point into the payload.
-struct DecodedTxn {
-  uint64_t ts = 0;
-  std::vector<WriteRecord> writes;
-};
-
-// Decodes a payload of `count` transactions whose ts strictly increase and
-// end at `last_ts` (0 = do not check). Checks the CRC when `crc` is given.
-Status DecodeTxns(std::string_view payload, uint32_t count, uint64_t last_ts, std::vector<DecodedTxn>* out);
 // The transactions of a payload decoded into two flat arrays, reused from
 // one batch to the next (no allocation per transaction once they have
 // grown). Views point into the payload.
@@ -54,9 +45,12 @@ class DecodedBatch {
   std::vector<WriteRecord> writes_;
 };
 
-// DecodeTxns into a DecodedBatch (same checks; cleared on error).
+// Decodes a payload of `count` transactions whose ts strictly increase and
+// end at `last_ts` (0 = do not check) into `out`; every length is checked,
+// and on an error `out` is cleared.
 Status DecodeBatch(std::string_view payload, uint32_t count, uint64_t last_ts, DecodedBatch* out);
 
+// DecodeBatch's checks and the CRC, keeping nothing.
 Status CheckPayload(std::string_view payload, uint32_t count, uint64_t last_ts, uint32_t crc);
 
 }  // namespace rolis::replication

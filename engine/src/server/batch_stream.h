@@ -12,8 +12,8 @@
 // recycled (cleared messages keep their buffers), so the steady state does
 // not allocate per transaction.
 //
-// Flow control: once max_inflight transactions are read and not yet
-// answered, the stream is not read until replies go out.
+// Flow control, draining and how the stream ends are shared with
+// ExecuteStream (stream_reactor.h).
 //
 // The stream is a raw one (bytes): the reactor decodes each message itself,
 // so that bytes that are not an ExecuteBatchRequest end the stream with
@@ -24,29 +24,28 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
-#include <mutex>
 #include <vector>
 
-#include "rolis/v1/client.grpc.pb.h"
-#include "server/service.h"
+#include "rolis/v1/client.grpc.pb.h"  // the messages' SerializationTraits
+#include "server/stream_reactor.h"
 
 namespace rolis::server {
 
-class ExecuteBatchReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
-                                  public DrainableStream {
+class ExecuteBatchReactor final : public ExecuteStreamBase<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  ExecuteBatchReactor(ClientService* service, uint32_t max_inflight);
+  explicit ExecuteBatchReactor(const StreamEnv& env);
 
-  void Start() override;
-  void Drain() override;
   void OnReadDone(bool ok) override;
-  void OnWriteDone(bool ok) override;
-  void OnDone() override;
 
  private:
   class Waiter;
   using BatchPtr = std::unique_ptr<v1::ExecuteBatchRequest>;
   using ReplyPtr = std::unique_ptr<v1::ExecuteBatchResponse>;
+
+  grpc::ByteBuffer* ReadTarget() override { return &read_buf_; }
+  void WriteNextLocked() override;
+  uint32_t WrittenLocked() override;
+  uint32_t DropQueuedLocked() override;
 
   // Executes every transaction of the batch and hands the answered ones to
   // the reply; those that wait for the watermark get a Waiter.
@@ -55,32 +54,15 @@ class ExecuteBatchReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
   // `done`. `executed`: called by Run at the end of a batch.
   void Deliver(v1::ExecuteBatchResponse* done, bool executed);
 
-  void WriteNextLocked();
-  void MaybeReadLocked();
-  void MaybeFinishLocked();
-
   static constexpr size_t kPoolSize = 16;  // recycled batch messages kept
-
-  ClientService* service_;
-  const uint32_t max_inflight_;
 
   grpc::ByteBuffer read_buf_;   // target of the outstanding read
   grpc::ByteBuffer write_buf_;  // the encoded reply being written
 
-  std::mutex mu_;
   std::vector<BatchPtr> free_;  // recycled batches
   ReplyPtr building_;          // responses not yet written
-  ReplyPtr writing_;           // the reply being written
+  ReplyPtr writing_reply_;     // the reply being written
   uint32_t writing_count_ = 0;
-  uint32_t inflight_ = 0;   // transactions read and not yet written
-  uint32_t executing_ = 0;  // batches in Run()
-  bool reading_ = false;
-  bool writing_now_ = false;
-  bool reads_done_ = false;
-  bool malformed_ = false;  // a message could not be decoded
-  bool draining_ = false;
-  bool broken_ = false;
-  bool finished_ = false;
 };
 
 }  // namespace rolis::server

@@ -40,7 +40,9 @@ struct ServerConfig {
   std::string metrics_listen = "0.0.0.0:7072";  // HTTP /metrics /healthz /readyz
   std::string advertise_address;                // client address others redirect to; default: listen
 
-  // Membership (replication issue; stored and validated only for now).
+  // Membership: this member's id among --peers, the members of the cluster
+  // (with any, the member replicates: replicated()), and how a leader is
+  // elected: by the operator or rolisctl (none) or by the members (builtin).
   uint32_t id = 0;
   std::vector<Peer> peers;
   Election election = Election::kNone;

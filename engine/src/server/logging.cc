@@ -4,13 +4,16 @@
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <nlohmann/json.hpp>
+
 #include <map>
 #include <mutex>
 
 namespace rolis::server {
 namespace {
 
-// One JSON object a line: {"ts":"2026-01-02T03:04:05.678901Z","level":"info","msg":"..."}
+// One JSON object a line (nlohmann::json):
+// {"ts":"2026-01-02T03:04:05.678901Z","level":"info","logger":"rolisd","msg":"..."}
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
@@ -19,12 +22,15 @@ class JsonFormatter final : public spdlog::formatter {
     std::tm tm{};
     gmtime_r(&secs, &tm);
     auto level = spdlog::level::to_string_view(msg.level);
-    fmt::format_to(std::back_inserter(dest),
-                   "{{\"ts\":\"{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z\",\"level\":\"{}\",\"logger\":\"rolisd\","
-                   "\"msg\":\"{}\"}}\n",
-                   tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000,
-                   std::string_view(level.data(), level.size()),
-                   JsonEscape(std::string_view(msg.payload.data(), msg.payload.size())));
+    nlohmann::ordered_json line;
+    line["ts"] = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
+    line["level"] = std::string_view(level.data(), level.size());
+    line["logger"] = "rolisd";
+    line["msg"] = std::string_view(msg.payload.data(), msg.payload.size());
+    std::string out = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out += '\n';
+    dest.append(out.data(), out.data() + out.size());
   }
   std::unique_ptr<spdlog::formatter> clone() const override { return std::make_unique<JsonFormatter>(); }
 };
@@ -41,24 +47,8 @@ std::map<std::string, ErrorClassState, std::less<>> g_error_classes;
 }  // namespace
 
 std::string JsonEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out;
+  std::string quoted = nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return quoted.substr(1, quoted.size() - 2);
 }
 
 bool SetupLogging(LogFormat format, const std::string& level) {

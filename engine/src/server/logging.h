@@ -17,7 +17,8 @@ namespace rolis::server {
 // for an unknown level.
 bool SetupLogging(LogFormat format, const std::string& level);
 
-// JSON-escapes `s` (for the JSON formatter; exposed for tests).
+// JSON-escapes `s` as the JSON log lines do (nlohmann::json; bytes that are
+// not UTF-8 become U+FFFD). Exposed for tests.
 std::string JsonEscape(std::string_view s);
 
 // Logs `message` at warn level under `error_class` at most once per

@@ -1,7 +1,8 @@
 // Node: the transactional front of one rolisd member, independent of the
 // network. It validates requests, runs one-shot and interactive transactions
-// on the engine's Workers, enforces limits, checks the role at every write
-// entry point and reaps idle interactive transactions. The gRPC services
+// on the engine's Workers (the interactive ones in interactive_txns.cc),
+// enforces limits, checks the role at every write entry point and reaps idle
+// interactive transactions. The gRPC services
 // (service.h) are thin adapters over it; tests drive it directly.
 //
 // Every method returns a gRPC status with the codes of client.proto:
@@ -116,9 +117,6 @@ class Node {
   const NodeOptions& options() const { return options_; }
 
  private:
-  struct ResolvedTable {
-    Table* table = nullptr;
-  };
   Table* ResolveTable(const std::string& name, grpc::Status* st) const;
   grpc::Status CheckKey(const std::string& key, const char* what) const;
   grpc::Status CheckValue(const std::string& value, const char* what) const;
@@ -129,6 +127,21 @@ class Node {
   // engine's status (kAborted: retry); sets *condition_failed.
   Status RunOnce(Worker* worker, const v1::ExecuteRequest& req, const std::vector<Table*>& tables,
                  v1::ExecuteResponse* resp, bool* condition_failed, uint64_t* commit_ts, grpc::Status* final);
+
+  // The preamble of every operation of an interactive transaction: resolves
+  // the table, acquires the transaction (Acquire), refuses a write in a
+  // read-only transaction or on a member not open for writes, and counts the
+  // operation against --max-ops-per-txn. On success *op holds the
+  // transaction with its worker locked.
+  struct OpenOp {
+    Table* table = nullptr;
+    std::shared_ptr<OpenTxn> txn;
+    std::unique_lock<std::mutex> lock;
+  };
+  grpc::Status EnterOp(uint64_t txn_id, const std::string& table, bool write, CallContext* ctx, OpenOp* op);
+  // An engine error in an interactive operation. A conflict dooms the
+  // transaction (it is aborted and forgotten); rejected input leaves it open.
+  grpc::Status OpFailed(OpenTxn* t, const Status& s);
 
   // Looks up an open transaction and locks its worker. On success *lock holds
   // the worker lock and the transaction is live (not finished, not expired).
@@ -155,6 +168,9 @@ class Node {
   bool stop_reaper_ = false;
   std::thread reaper_;
 };
+
+// UNAVAILABLE: the member is shutting down (its calls are refused).
+grpc::Status ShuttingDown();
 
 // Engine status to gRPC status (kNotFound maps to NOT_FOUND; callers handle
 // "absent key" before calling this).

@@ -1,6 +1,7 @@
 // RolisServer: one rolisd member put together — the engine, the replicator
-// (standalone for now), the Node, the client and admin gRPC servers (with the
-// standard health service) and the HTTP metrics endpoint.
+// (the standalone one without --peers, else the one MakeReplicator makes),
+// the Node, the client and admin gRPC servers (with the standard health
+// service) and the HTTP metrics endpoint.
 //
 // Life cycle: Start() → serving → Shutdown() (graceful, see Shutdown) → the
 // destructor frees the engine.

@@ -1,28 +1,11 @@
 #include "server/service.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
-#include <deque>
-#include <thread>
 
 #include "server/batch_stream.h"
-#include "server/logging.h"
+#include "server/execute_stream.h"
 
 namespace rolis::server {
-
-void NoteStatus(Method method, const grpc::Status& st) {
-  switch (st.error_code()) {
-    case grpc::StatusCode::INTERNAL:
-    case grpc::StatusCode::UNKNOWN:
-    case grpc::StatusCode::DATA_LOSS:
-      LogErrorClass(std::string(MethodName(method)) + "/INTERNAL", st.error_message());
-      break;
-    default:
-      if (!st.ok()) SPDLOG_DEBUG("{}: {} {}", MethodName(method), static_cast<int>(st.error_code()), st.error_message());
-      break;
-  }
-}
 
 namespace {
 
@@ -32,16 +15,16 @@ constexpr char kLeaderTrailer[] = "rolis-leader";
 // the versions it read). api = kCount: no latency observed.
 class UnaryWatermarkWaiter final : public WatermarkWaiter {
  public:
-  UnaryWatermarkWaiter(UnaryCall* call, ClientService* service, Metrics* metrics, Method method, LatencyApi api,
+  UnaryWatermarkWaiter(UnaryCall* call, PendingAcks* acks, Metrics* metrics, Method method, LatencyApi api,
                        Clock::time_point start, bool inflight)
       : call_(call),
-        service_(service),
+        acks_(acks),
         metrics_(metrics),
         method_(method),
         api_(api),
         start_(start),
         inflight_(inflight) {
-    service_->AckWaitStarted();
+    acks_->Started();
   }
 
   void OnWatermark(const grpc::Status& status) override {
@@ -50,14 +33,14 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
     metrics_->CountRequest(method_, st.error_code());
     if (inflight_) metrics_->AddInflight(-1);
     NoteStatus(method_, st);
-    service_->AckWaitDone();
+    acks_->Done();
     call_->Reply(st);
     delete this;
   }
 
  private:
   UnaryCall* call_;
-  ClientService* service_;
+  PendingAcks* acks_;
   Metrics* metrics_;
   Method method_;
   LatencyApi api_;
@@ -66,230 +49,6 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
 };
 
 }  // namespace
-
-grpc::Status Unacknowledged(const grpc::Status& replication) {
-  return grpc::Status(grpc::StatusCode::UNKNOWN,
-                      "outcome unknown: the transaction committed on this member but replication did not "
-                      "acknowledge it (" +
-                          replication.error_message() + "); it may or may not survive a failover");
-}
-
-void SetStreamError(v1::ExecuteResponse* resp, const grpc::Status& st) {
-  uint64_t seq = resp->seq();
-  resp->Clear();
-  resp->set_seq(seq);
-  resp->set_error_code(st.error_code());
-  resp->set_error_message(st.error_message());
-}
-
-// ---------------------------------------------------------------------------
-// ExecuteStream: pipelined one-shot transactions. The next read is started
-// before a request is executed, so requests of one stream run concurrently on
-// gRPC's callback threads; responses go out in completion order (they carry
-// the request's seq). At most max_inflight requests of a stream are between
-// read and written; beyond that the stream is not read (flow control).
-
-class ExecuteStreamReactor final : public grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>,
-                                   public DrainableStream {
- public:
-  using RequestPtr = std::unique_ptr<v1::ExecuteRequest>;
-  using ResponsePtr = std::unique_ptr<v1::ExecuteResponse>;
-
-  ExecuteStreamReactor(ClientService* service, uint32_t max_inflight)
-      : service_(service), max_inflight_(max_inflight), request_(new v1::ExecuteRequest) {}
-
-  // Called once registered.
-  void Start() override {
-    std::lock_guard<std::mutex> g(mu_);
-    reading_ = true;
-    StartRead(request_.get());
-  }
-
-  void OnReadDone(bool ok) override {
-    RequestPtr req;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      reading_ = false;
-      if (!ok || finished_) {
-        reads_done_ = true;
-        MaybeFinishLocked();
-        return;
-      }
-      // Keep the request; the next read goes into a recycled message.
-      req = std::move(request_);
-      request_ = TakeRequestLocked();
-      inflight_++;
-      MaybeReadLocked();
-    }
-    Run(std::move(req));
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> g(mu_);
-    writing_ = false;
-    RecycleLocked(std::move(queue_.front()));
-    queue_.pop_front();
-    inflight_--;
-    if (!ok) {
-      // The client is gone; the stream ends without further writes.
-      broken_ = true;
-      inflight_ -= static_cast<uint32_t>(queue_.size());
-      queue_.clear();
-    }
-    WriteNextLocked();
-    MaybeReadLocked();
-    MaybeFinishLocked();
-  }
-
-  void OnDone() override {
-    service_->Unregister(this);
-    Unref();
-  }
-
-  void Drain() override {
-    std::lock_guard<std::mutex> g(mu_);
-    draining_ = true;
-    MaybeFinishLocked();
-  }
-
-  // Delivers the response of one request (from Run or a watermark waiter).
-  void Complete(ResponsePtr resp) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (broken_) {
-      inflight_--;
-      RecycleLocked(std::move(resp));
-      MaybeReadLocked();
-      MaybeFinishLocked();
-      return;
-    }
-    queue_.push_back(std::move(resp));
-    WriteNextLocked();
-  }
-
- private:
-  class Waiter final : public WatermarkWaiter {
-   public:
-    Waiter(ExecuteStreamReactor* r, ResponsePtr resp, Clock::time_point start)
-        : r_(r), resp_(std::move(resp)), start_(start) {
-      r_->service_->AckWaitStarted();
-    }
-    void OnWatermark(const grpc::Status& status) override {
-      Metrics* m = r_->service_->metrics_;
-      if (!status.ok()) SetStreamError(resp_.get(), Unacknowledged(status));
-      m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start_);
-      m->CountRequest(Method::kExecuteStream, resp_->error_code());
-      m->AddInflight(-1);
-      r_->service_->AckWaitDone();
-      r_->Complete(std::move(resp_));
-      delete this;
-    }
-
-   private:
-    ExecuteStreamReactor* r_;
-    ResponsePtr resp_;
-    Clock::time_point start_;
-  };
-
-  void Run(RequestPtr req) {
-    Metrics* m = service_->metrics_;
-    Clock::time_point start = Clock::now();
-    m->AddInflight(1);
-    ResponsePtr resp;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      resp = TakeResponseLocked();
-    }
-    CallContext cc;
-    grpc::Status st = service_->node_->Execute(*req, resp.get(), &cc);
-    uint64_t seq = req->seq();
-    {
-      // Cleared messages keep their buffers for the next parse.
-      req->Clear();
-      std::lock_guard<std::mutex> g(mu_);
-      if (free_requests_.size() < kPoolSize) free_requests_.push_back(std::move(req));
-    }
-    resp->set_seq(seq);
-    if (!st.ok()) {
-      SetStreamError(resp.get(), st);
-      NoteStatus(Method::kExecuteStream, st);
-    } else if (cc.commit_ts != 0 && !service_->replicator_->WatermarkCovers(cc.commit_ts)) {
-      auto* w = new Waiter(this, std::move(resp), start);
-      if (service_->replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
-      return;  // the waiter completes it
-    }
-    m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start);
-    m->CountRequest(Method::kExecuteStream, st.error_code());
-    m->AddInflight(-1);
-    Complete(std::move(resp));
-  }
-
-  RequestPtr TakeRequestLocked() {
-    if (free_requests_.empty()) return RequestPtr(new v1::ExecuteRequest);
-    RequestPtr r = std::move(free_requests_.back());
-    free_requests_.pop_back();
-    return r;
-  }
-  ResponsePtr TakeResponseLocked() {
-    if (free_responses_.empty()) return ResponsePtr(new v1::ExecuteResponse);
-    ResponsePtr r = std::move(free_responses_.back());
-    free_responses_.pop_back();
-    return r;
-  }
-  void RecycleLocked(ResponsePtr r) {
-    if (free_responses_.size() < kPoolSize) {
-      r->Clear();
-      free_responses_.push_back(std::move(r));
-    }
-  }
-
-  void WriteNextLocked() {
-    if (writing_ || queue_.empty() || finished_) return;
-    writing_ = true;
-    // No buffer hint: a hinted write may complete only when something else
-    // flushes the connection, and the next write waits for that completion
-    // (see batch_stream.cc).
-    StartWrite(queue_.front().get());
-  }
-
-  void MaybeReadLocked() {
-    if (reading_ || reads_done_ || finished_ || draining_ || broken_) return;
-    if (inflight_ >= max_inflight_) return;
-    reading_ = true;
-    StartRead(request_.get());
-  }
-
-  void MaybeFinishLocked() {
-    if (finished_ || inflight_ != 0 || writing_) return;
-    if (broken_) {
-      finished_ = true;
-      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream broken"));
-    } else if (draining_) {
-      finished_ = true;
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down"));
-    } else if (reads_done_) {
-      finished_ = true;
-      Finish(grpc::Status::OK);
-    }
-  }
-
-  static constexpr size_t kPoolSize = 64;  // recycled messages kept per stream
-
-  ClientService* service_;
-  const uint32_t max_inflight_;
-
-  std::mutex mu_;
-  RequestPtr request_;                    // target of the outstanding read
-  std::deque<ResponsePtr> queue_;         // front is being written
-  std::vector<RequestPtr> free_requests_;
-  std::vector<ResponsePtr> free_responses_;
-  uint32_t inflight_ = 0;                 // read and not yet written
-  bool reading_ = false;
-  bool writing_ = false;
-  bool reads_done_ = false;
-  bool draining_ = false;
-  bool broken_ = false;
-  bool finished_ = false;
-};
 
 // ---------------------------------------------------------------------------
 
@@ -348,7 +107,7 @@ void ClientService::Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, M
   if (!cc.leader.empty()) ctx->AddTrailingMetadata(kLeaderTrailer, cc.leader);
   // A reply that shows reads or a commit waits until a failover cannot undo them.
   if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
-    auto* w = new UnaryWatermarkWaiter(call, this, metrics_, method, api, start, inflight);
+    auto* w = new UnaryWatermarkWaiter(call, &acks_, metrics_, method, api, start, inflight);
     if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
     return;
   }
@@ -426,66 +185,22 @@ grpc::ServerUnaryReactor* ClientService::Execute(grpc::CallbackServerContext* ct
       });
 }
 
+StreamEnv ClientService::StreamEnvironment() {
+  return StreamEnv{node_, replicator_, metrics_, &acks_, &streams_, max_stream_inflight_};
+}
+
 grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ClientService::ExecuteStream(
     grpc::CallbackServerContext* ctx) {
-  auto* r = new ExecuteStreamReactor(this, max_stream_inflight_);
-  Register(r);
+  auto* r = new ExecuteStreamReactor(StreamEnvironment());
+  streams_.Register(r);
   return r;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ClientService::ExecuteBatchStream(
     grpc::CallbackServerContext* ctx) {
-  auto* r = new ExecuteBatchReactor(this, max_stream_inflight_);
-  Register(r);
+  auto* r = new ExecuteBatchReactor(StreamEnvironment());
+  streams_.Register(r);
   return r;
-}
-
-void ClientService::Register(DrainableStream* r) {
-  bool drain;
-  {
-    std::lock_guard<std::mutex> g(streams_mu_);
-    streams_.insert(r);
-    drain = draining_;
-  }
-  if (drain) {
-    r->Drain();  // ends at once with UNAVAILABLE
-  } else {
-    r->Start();
-  }
-}
-
-void ClientService::Unregister(DrainableStream* r) {
-  std::lock_guard<std::mutex> g(streams_mu_);
-  streams_.erase(r);
-}
-
-void ClientService::DrainStreams() {
-  std::vector<DrainableStream*> open;
-  {
-    std::lock_guard<std::mutex> g(streams_mu_);
-    draining_ = true;
-    for (auto* r : streams_) {
-      r->Ref();
-      open.push_back(r);
-    }
-  }
-  for (auto* r : open) {
-    r->Drain();
-    r->Unref();
-  }
-}
-
-size_t ClientService::open_streams() const {
-  std::lock_guard<std::mutex> g(streams_mu_);
-  return streams_.size();
-}
-
-bool ClientService::AwaitAcks(std::chrono::steady_clock::time_point deadline) const {
-  while (ack_waits() > 0) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return true;
 }
 
 // ---------------------------------------------------------------------------

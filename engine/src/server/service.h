@@ -6,54 +6,18 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <chrono>
-#include <mutex>
-#include <set>
 #include <string>
 
 #include "rolis/v1/admin.grpc.pb.h"
 #include "rolis/v1/client.grpc.pb.h"
+#include "server/call_outcome.h"
 #include "server/metrics.h"
 #include "server/node.h"
 #include "server/replicator.h"
+#include "server/stream_reactor.h"
 
 namespace rolis::server {
-
-class ExecuteStreamReactor;
-class ExecuteBatchReactor;
-
-// A bidirectional stream that ClientService ends on shutdown. Start begins
-// reading; Drain makes it stop reading, answer what it has read and finish
-// with UNAVAILABLE. Reference-counted: the service holds a reference while
-// draining it, gRPC's OnDone drops the stream's own.
-class DrainableStream {
- public:
-  virtual ~DrainableStream() = default;
-  virtual void Start() = 0;
-  virtual void Drain() = 0;
-  void Ref() { refs_.fetch_add(1); }
-  void Unref() {
-    if (refs_.fetch_sub(1) == 1) delete this;
-  }
-
- private:
-  std::atomic<int> refs_{1};
-};
-
-// The reply to a transaction that committed on this member but that the
-// watermark did not pass (this member stopped leading, or shut down, before
-// replication acknowledged it): UNKNOWN, "outcome unknown". The transaction
-// may survive a failover or not; the client must not assume either (and must
-// not blindly retry a non-idempotent write).
-grpc::Status Unacknowledged(const grpc::Status& replication);
-
-// Logs server faults (not the client's), once per class and minute.
-void NoteStatus(Method method, const grpc::Status& st);
-
-// An ExecuteStream/ExecuteBatchStream response that carries `st` as its
-// outcome: everything but the seq is cleared.
-void SetStreamError(v1::ExecuteResponse* resp, const grpc::Status& st);
 
 // The reply side of a unary call: encodes the response and finishes the call.
 class UnaryCall {
@@ -100,21 +64,16 @@ class ClientService final : public ClientServiceBase {
 
   // Shutdown: every open stream stops reading, answers what it has read,
   // and ends with UNAVAILABLE.
-  void DrainStreams();
-  size_t open_streams() const;
+  void DrainStreams() { streams_.DrainAll(); }
+  size_t open_streams() const { return streams_.size(); }
 
   // Replies (unary or streamed) of committed transactions that wait for the
-  // watermark. Shutdown waits for them up to a deadline (AwaitAcks) before it
-  // stops replication, which fails the rest with Unacknowledged.
-  void AckWaitStarted() { ack_waits_.fetch_add(1, std::memory_order_relaxed); }
-  void AckWaitDone() { ack_waits_.fetch_sub(1, std::memory_order_relaxed); }
-  int64_t ack_waits() const { return ack_waits_.load(std::memory_order_relaxed); }
+  // watermark (PendingAcks).
+  int64_t ack_waits() const { return acks_.count(); }
   // True when no reply waits any more; false at the deadline.
-  bool AwaitAcks(std::chrono::steady_clock::time_point deadline) const;
+  bool AwaitAcks(std::chrono::steady_clock::time_point deadline) const { return acks_.Await(deadline); }
 
  private:
-  friend class ExecuteStreamReactor;
-  friend class ExecuteBatchReactor;
   // Decodes the request (INVALID_ARGUMENT when it cannot) and runs
   // run(ctx, req, resp, call), which must end with Respond.
   template <typename Req, typename Resp, typename Fn>
@@ -128,18 +87,15 @@ class ClientService final : public ClientServiceBase {
   // passes cc.commit_ts. api = kCount: no latency observed.
   void Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, Method method, const grpc::Status& st,
                const CallContext& cc, LatencyApi api, Clock::time_point start, bool inflight);
-  void Register(DrainableStream* r);
-  void Unregister(DrainableStream* r);
+  // What the streams use of this service.
+  StreamEnv StreamEnvironment();
 
   Node* node_;
   Replicator* replicator_;
   Metrics* metrics_;
   uint32_t max_stream_inflight_;
-  std::atomic<int64_t> ack_waits_{0};
-
-  mutable std::mutex streams_mu_;
-  std::set<DrainableStream*> streams_;
-  bool draining_ = false;  // guarded by streams_mu_
+  PendingAcks acks_;
+  StreamRegistry streams_;
 };
 
 class AdminService final : public v1::Admin::CallbackService {

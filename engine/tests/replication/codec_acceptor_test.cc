@@ -34,19 +34,25 @@ TEST(Codec, RoundTripsTransactionsAndRejectsCorruptPayloads) {
   WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}};
   AppendTxn(&p, 10, a);
   AppendTxn(&p, 12, std::span<const WriteRecord>(a, 1));
-  std::vector<DecodedTxn> out;
-  ASSERT_TRUE(DecodeTxns(p, 2, 12, &out).ok());
+  DecodedBatch out;
+  ASSERT_TRUE(DecodeBatch(p, 2, 12, &out).ok());
   ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(out[0].ts, 10u);
-  EXPECT_EQ(out[0].writes[0].key, "alpha");
-  EXPECT_TRUE(out[0].writes[1].is_delete);
-  EXPECT_EQ(out[1].writes[0].value, "one");
+  EXPECT_EQ(out.ts(0), 10u);
+  EXPECT_EQ(out.ts(1), 12u);
+  ASSERT_EQ(out.writes(0).size(), 2u);
+  EXPECT_EQ(out.writes(0)[0].table, 1u);
+  EXPECT_EQ(out.writes(0)[0].key, "alpha");
+  EXPECT_FALSE(out.writes(0)[0].is_delete);
+  EXPECT_EQ(out.writes(0)[1].key, "beta");
+  EXPECT_TRUE(out.writes(0)[1].is_delete);
+  ASSERT_EQ(out.writes(1).size(), 1u);
+  EXPECT_EQ(out.writes(1)[0].value, "one");
   EXPECT_TRUE(CheckPayload(p, 2, 12, Crc32c(p)).ok());
   // Every truncation, a wrong count, a wrong last ts and a flipped byte fail.
-  for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeTxns(p.substr(0, n), 2, 12, &out).ok()) << n;
-  EXPECT_FALSE(DecodeTxns(p, 3, 12, &out).ok());
-  EXPECT_FALSE(DecodeTxns(p, 1, 10, &out).ok());
-  EXPECT_FALSE(DecodeTxns(p, 2, 13, &out).ok());
+  for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeBatch(p.substr(0, n), 2, 12, &out).ok()) << n;
+  EXPECT_FALSE(DecodeBatch(p, 3, 12, &out).ok());
+  EXPECT_FALSE(DecodeBatch(p, 1, 10, &out).ok());
+  EXPECT_FALSE(DecodeBatch(p, 2, 13, &out).ok());
   std::string q = p;
   q[q.size() / 2] ^= 0x40;
   EXPECT_FALSE(CheckPayload(q, 2, 12, Crc32c(p)).ok());
@@ -65,17 +71,16 @@ TEST(Codec, RoundTripsKeysAndValuesOfEveryShortLength) {
                   false};
     AppendTxn(&p, 10 + len, std::span<const WriteRecord>(&w, 1));
   }
-  std::vector<DecodedTxn> out;
-  const Status s = DecodeTxns(p, kLongest + 1, 10 + kLongest, &out);
+  DecodedBatch out;
+  const Status s = DecodeBatch(p, kLongest + 1, 10 + kLongest, &out);
   ASSERT_TRUE(s.ok()) << s.ToString();
   ASSERT_EQ(out.size(), kLongest + 1);
   for (uint32_t len = 0; len <= kLongest; len++) {
-    const DecodedTxn& t = out[len];
-    ASSERT_EQ(t.writes.size(), 1u) << len;
-    EXPECT_EQ(t.ts, 10u + len);
-    EXPECT_EQ(t.writes[0].table, len);
-    EXPECT_EQ(t.writes[0].key, bytes.substr(0, len + 1)) << len;
-    EXPECT_EQ(t.writes[0].value, bytes.substr(kLongest + 1 - len)) << len;
+    ASSERT_EQ(out.writes(len).size(), 1u) << len;
+    EXPECT_EQ(out.ts(len), 10u + len);
+    EXPECT_EQ(out.writes(len)[0].table, len);
+    EXPECT_EQ(out.writes(len)[0].key, bytes.substr(0, len + 1)) << len;
+    EXPECT_EQ(out.writes(len)[0].value, bytes.substr(kLongest + 1 - len)) << len;
   }
 }
 
@@ -90,16 +95,16 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   WriteRecord w[] = {{3, "row", runs, false, true, 41}, {3, "other", "full", false}};
   std::string p;
   AppendTxn(&p, 5, w);
-  std::vector<DecodedTxn> out;
-  ASSERT_TRUE(DecodeTxns(p, 1, 5, &out).ok());
-  ASSERT_EQ(out[0].writes.size(), 2u);
-  const WriteRecord& got = out[0].writes[0];
+  DecodedBatch out;
+  ASSERT_TRUE(DecodeBatch(p, 1, 5, &out).ok());
+  ASSERT_EQ(out.writes(0).size(), 2u);
+  const WriteRecord& got = out.writes(0)[0];
   EXPECT_TRUE(got.is_patch);
   EXPECT_FALSE(got.is_delete);
   EXPECT_EQ(got.base_ts, 41u);
   EXPECT_EQ(got.value, runs);
-  EXPECT_FALSE(out[0].writes[1].is_patch);
-  for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeTxns(p.substr(0, n), 1, 5, &out).ok()) << n;
+  EXPECT_FALSE(out.writes(0)[1].is_patch);
+  for (size_t n = 0; n < p.size(); n++) EXPECT_FALSE(DecodeBatch(p.substr(0, n), 1, 5, &out).ok()) << n;
 
   // The same frame around malformed runs: a length past the runs' end.
   std::string bad = runs;
@@ -112,26 +117,27 @@ TEST(Codec, RoundTripsPatchesAndRejectsMalformedOnes) {
   EXPECT_NE(s.message().find("malformed patch"), std::string::npos) << s.ToString();
 }
 
-// DecodeBatch (follower replay's flat, reused form) reads what DecodeTxns
-// reads, rejects what it rejects, and is left empty by a failure.
-TEST(Codec, DecodeBatchMatchesDecodeTxnsAndIsReused) {
+// DecodeBatch reuses its arrays from one payload to the next (the second
+// decode reads the same as the first, with nothing left of it), and a
+// failure leaves it empty.
+TEST(Codec, DecodeBatchIsReusedAndLeftEmptyByAFailure) {
   std::string p;
   WriteRecord a[] = {{1, "alpha", "one", false}, {2, "beta", "", true}, {0, "gamma", "three", false}};
   AppendTxn(&p, 10, std::span<const WriteRecord>(a, 2));
   AppendTxn(&p, 12, std::span<const WriteRecord>(a + 2, 1));
   AppendTxn(&p, 15, std::span<const WriteRecord>());
-  std::vector<DecodedTxn> want;
-  ASSERT_TRUE(DecodeTxns(p, 3, 15, &want).ok());
+  const uint64_t want_ts[] = {10, 12, 15};
+  const std::span<const WriteRecord> want_writes[] = {{a, 2}, {a + 2, 1}, {}};
   DecodedBatch got;
   for (int round = 0; round < 2; round++) {  // the second decode reuses the arrays
     ASSERT_TRUE(DecodeBatch(p, 3, 15, &got).ok());
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < want.size(); i++) {
-      EXPECT_EQ(got.ts(i), want[i].ts);
-      ASSERT_EQ(got.writes(i).size(), want[i].writes.size());
-      for (size_t j = 0; j < want[i].writes.size(); j++) {
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t i = 0; i < 3; i++) {
+      EXPECT_EQ(got.ts(i), want_ts[i]);
+      ASSERT_EQ(got.writes(i).size(), want_writes[i].size());
+      for (size_t j = 0; j < want_writes[i].size(); j++) {
         const WriteRecord& g = got.writes(i)[j];
-        const WriteRecord& w = want[i].writes[j];
+        const WriteRecord& w = want_writes[i][j];
         EXPECT_EQ(g.table, w.table);
         EXPECT_EQ(g.key, w.key);
         EXPECT_EQ(g.value, w.value);
