@@ -38,16 +38,6 @@ TsClock MonotonicTsClock(uint64_t before, uint64_t after) {
   return c;
 }
 
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kFollower: return "follower";
-    case Role::kLeader: return "leader";
-    case Role::kCandidate: return "candidate";
-    case Role::kCatchingUp: return "catching_up";
-  }
-  return "unknown";
-}
-
 namespace {
 
 // Locks every distinct mutex of `mus` (several streams may share a
@@ -169,15 +159,32 @@ struct Replica::Pending {
   uint64_t led_epoch = 0;     // this member's own epoch, if it led one (its commits are checked)
 };
 
-Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
-    : opts_(std::move(options)), transport_(transport), clock_(std::move(clock)), acceptor_(opts_.streams) {
-  if (opts_.members.empty()) opts_.members.push_back(opts_.id);
-  std::sort(opts_.members.begin(), opts_.members.end());
-  for (uint32_t m : opts_.members) {
-    auto it = opts_.addresses.find(m);
-    initial_.push_back(MemberAddr{m, it == opts_.addresses.end() ? "" : it->second});
-    known_.insert(m);
+namespace {
+
+ReplicaOptions WithMembers(ReplicaOptions o) {
+  if (o.members.empty()) o.members.push_back(o.id);
+  std::sort(o.members.begin(), o.members.end());
+  return o;
+}
+
+std::vector<MemberAddr> InitialMembers(const ReplicaOptions& o) {
+  std::vector<MemberAddr> out;
+  for (uint32_t m : o.members) {
+    auto it = o.addresses.find(m);
+    out.push_back(MemberAddr{m, it == o.addresses.end() ? "" : it->second});
   }
+  return out;
+}
+
+}  // namespace
+
+Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
+    : opts_(WithMembers(std::move(options))),
+      transport_(transport),
+      clock_(std::move(clock)),
+      member_(opts_.id, InitialMembers(opts_), transport),
+      calls_(&member_, transport, this, opts_.rpc_timeout),
+      acceptor_(opts_.streams) {
   if (!clock_.floor) {
     uint64_t now = MonotonicNanos();
     clock_ = MonotonicTsClock(now, now);
@@ -188,7 +195,7 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
     replayed_next_[t].store(0);
     auto ls = std::make_unique<LStream>(std::max<uint32_t>(opts_.max_inflight, 2));
     ls->buffers = BatchBuffers::Make(2 * opts_.compact_every, size_t{32} << 20);
-    for (uint32_t p : peers()) {
+    for (uint32_t p : member_.peers()) {
       PeerState ps;
       ps.id = p;
       ls->peers.push_back(ps);
@@ -197,22 +204,13 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
     rstreams_.push_back(std::make_unique<RStream>());
   }
   if (opts_.probe_at_start && opts_.members.size() > 1) {
-    voting_.store(false);
-    role_.store(Role::kCatchingUp);
+    member_.voting.store(false);
+    member_.role.store(Role::kCatchingUp);
   }
   transport_->Bind(this);
 }
 
 Replica::~Replica() { Stop(); }
-
-std::vector<uint32_t> Replica::peers() const {
-  std::lock_guard<std::mutex> g(mu_);
-  std::vector<uint32_t> out;
-  for (uint32_t m : known_) {
-    if (m != opts_.id) out.push_back(m);
-  }
-  return out;
-}
 
 int Replica::PeerPos(uint32_t id) const {
   const auto& ps = lstreams_[0]->peers;
@@ -224,21 +222,6 @@ int Replica::PeerPos(uint32_t id) const {
 
 // ---------------------------------------------------------------------------
 // Membership.
-
-std::vector<MemberAddr> Replica::ConfigOf(const DecidedPtr& d) const {
-  return d && !d->members.empty() ? d->members : initial_;
-}
-
-void Replica::Know(const std::vector<MemberAddr>& members) {
-  for (const MemberAddr& m : members) {
-    if (m.id == opts_.id) continue;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      known_.insert(m.id);
-    }
-    transport_->AddPeer(m.id, m.address);
-  }
-}
 
 void Replica::EnsurePeerLocked(uint32_t id) {
   if (id == opts_.id || PeerPos(id) >= 0) return;
@@ -301,7 +284,7 @@ void Replica::Start() {
 }
 
 void Replica::Stop() {
-  if (stop_.exchange(true)) return;
+  if (member_.stopping.exchange(true)) return;
   transport_->Stop();
   {
     std::lock_guard<std::mutex> g(lmu_);
@@ -318,11 +301,7 @@ void Replica::Stop() {
   if (leader_thread_.joinable()) leader_thread_.join();
   if (replay_thread_.joinable()) replay_thread_.join();
   if (catch_thread_.joinable()) catch_thread_.join();
-  {
-    std::lock_guard<std::mutex> g(bg_mu_);
-    for (auto& f : bg_) f.wait();  // calls still running end by their deadline
-    bg_.clear();
-  }
+  calls_.Drain();  // calls still running end by their deadline
   for (auto& s : lstreams_) s->leading.store(0);
   FailWaiters("shutting down");
   CompleteWaiters();
@@ -333,15 +312,9 @@ void Replica::Stop() {
   snapshot_worker_.reset();
 }
 
-uint64_t Replica::epoch() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return leader_epoch_;
-}
+uint64_t Replica::epoch() const { return member_.leader().epoch; }
 
-std::string Replica::leader_client_address() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return leader_addr_;
-}
+std::string Replica::leader_client_address() const { return member_.leader().client_address; }
 
 // ---------------------------------------------------------------------------
 // Leader: the commit path.
@@ -356,7 +329,7 @@ void Replica::OnCommit(WorkerId worker, uint64_t ts, const CommittedWrites& writ
     // transaction passed the role check): never replicated, and the store
     // now holds it. Nothing acknowledges it; the member needs a transfer.
     s.orphan.store(true, std::memory_order_relaxed);
-    dirty_.store(true, std::memory_order_release);
+    member_.dirty.store(true, std::memory_order_release);
     return;
   }
   if (ts > s.epoch_max_ts.load(std::memory_order_relaxed)) s.epoch_max_ts.store(ts, std::memory_order_relaxed);
@@ -425,7 +398,7 @@ void Replica::CloseBatch(LStream& s, uint64_t epoch, bool wait) {
           std::memory_order_relaxed);
     };
     do {
-      if (!wait || s.leading.load(std::memory_order_acquire) != epoch || stop_.load()) {
+      if (!wait || s.leading.load(std::memory_order_acquire) != epoch || member_.stopping.load()) {
         // Stopped leading: these commits will never be acknowledged.
         s.orphan.store(true, std::memory_order_relaxed);
         count_wait();
@@ -494,7 +467,7 @@ void Replica::PushHeartbeat(LStream& s, uint64_t epoch) {
 void Replica::LeaderLoop() {
   NameThisThread("rolis-lead");
   std::unique_lock<std::mutex> lk(lmu_);
-  while (!stop_.load()) {
+  while (!member_.stopping.load()) {
     // Fast ticks only while batches may need closing soon: a commit or a
     // read that waits for G wakes the loop (AwaitWatermark), as do replies
     // while it ticks fast (OnAcceptReply).
@@ -508,10 +481,10 @@ void Replica::LeaderLoop() {
                 : rest                 ? rest_tick
                                        : std::max(std::chrono::microseconds(100),
                                                   std::min(opts_.batch_timeout / 2, std::chrono::microseconds(500)));
-    loop_cv_.wait_for(lk, tick, [&] { return loop_kick_ || kick_.load(std::memory_order_acquire) || stop_.load(); });
+    loop_cv_.wait_for(lk, tick, [&] { return loop_kick_ || kick_.load(std::memory_order_acquire) || member_.stopping.load(); });
     loop_kick_ = false;
     kick_.store(false, std::memory_order_relaxed);
-    if (stop_.load()) break;
+    if (member_.stopping.load()) break;
     bool was_leading = lmode_ != LMode::kIdle;
     LeaderTick(SteadyClock::now());
     bool stepped_down = was_leading && lmode_ == LMode::kIdle;
@@ -736,16 +709,11 @@ void Replica::OpenNow() {
   // that a leader is open (the built-in election's timers stop).
   last_waited_on_ = SteadyClock::now();
   led_epoch_ = lepoch_;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    leader_epoch_ = lepoch_;
-    leader_id_ = opts_.id;
-    leader_addr_ = opts_.client_address;
-  }
+  member_.Lead(lepoch_, opts_.client_address);
   covered_epoch_.store(lepoch_, std::memory_order_release);
   covered_ts_.store(0, std::memory_order_release);
   open_.store(true, std::memory_order_release);
-  role_.store(Role::kLeader, std::memory_order_release);
+  member_.role.store(Role::kLeader, std::memory_order_release);
   open_cv_.notify_all();
 }
 
@@ -812,7 +780,7 @@ void Replica::StepDownLocked(uint64_t newer_epoch, const char* why) {
   lmode_ = LMode::kIdle;
   g_ = {};
   bool suspect = was_open && max_ts > 0;
-  role_.store(suspect || dirty_.load() ? Role::kCatchingUp : Role::kFollower, std::memory_order_release);
+  member_.role.store(suspect || member_.dirty.load() ? Role::kCatchingUp : Role::kFollower, std::memory_order_release);
   std::fprintf(stderr, "rolis-repl %u: stepped down from epoch %lu (%s; newer epoch %lu)\n", opts_.id,
                static_cast<unsigned long>(lepoch_), why, static_cast<unsigned long>(newer_epoch));
   lepoch_ = 0;
@@ -850,8 +818,8 @@ bool Replica::WatermarkCovers(uint64_t ts) const {
   // it led an epoch, only commits that the next record kept): its reads
   // cannot be undone. No write commits on a follower; one that raced with
   // stepping down leaves the member catching up, not a follower.
-  return role_.load(std::memory_order_acquire) == Role::kFollower && voting_.load() && !dirty_.load() &&
-         !needs_transfer_.load();
+  return member_.role.load(std::memory_order_acquire) == Role::kFollower && member_.voting.load() && !member_.dirty.load() &&
+         !member_.needs_transfer.load();
 }
 
 bool Replica::AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* w) {
@@ -929,11 +897,7 @@ std::string Replica::Validate(const AcceptMsg& m) const {
   }
   if (m.epoch == 0) return "epoch 0";
   if (m.from == opts_.id) return "an accept from this member itself";
-  bool known;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    known = known_.count(m.from) > 0;
-  }
+  const bool known = member_.Knows(m.from);
   // A leader this member has not heard of yet (it joined by a membership
   // change) is in its epoch's configuration.
   if (!known && !(m.decided && Contains(m.decided->members, m.from))) {
@@ -969,7 +933,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
     r.error = err;
     return r;
   }
-  if (!voting_.load(std::memory_order_acquire)) {
+  if (!member_.voting.load(std::memory_order_acquire)) {
     r.error = "catching up: not voting yet";
     r.catching_up = true;
     return r;
@@ -1002,7 +966,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
       replay_kick_ = true;
       // An open leader (its G is set once it opened) is alive.
       if (m.commit_watermark.epoch == m.epoch) {
-        NoteLeaderContact();
+        member_.NoteLeaderContact();
       }
     }
     replay_cv_.notify_one();
@@ -1016,7 +980,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
     // be the chosen value): it catches up by state transfer.
     Slot head;
     bool have = acceptor_.Get(t, replayed, &head) && head.ballot == m.epoch;
-    if (m.log_start > replayed && !have && !needs_transfer_.exchange(true)) {
+    if (m.log_start > replayed && !have && !member_.needs_transfer.exchange(true)) {
       std::fprintf(stderr, "rolis-repl %u: behind the leader's log on stream %u (at %lu, log starts at %lu): "
                    "state transfer\n", opts_.id, t, static_cast<unsigned long>(replayed),
                    static_cast<unsigned long>(m.log_start));
@@ -1029,16 +993,9 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
 
 void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr) {
   bool abandon = false;
+  if (!member_.FollowLeader(epoch, leader, addr)) return;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    if (epoch < leader_epoch_) return;
-    if (epoch > leader_epoch_ || leader_id_ != leader) {
-      leader_epoch_ = epoch;
-      leader_id_ = leader;
-      leader_addr_ = addr;
-    } else if (!addr.empty()) {
-      leader_addr_ = addr;
-    }
+    std::lock_guard<std::mutex> g(pending_mu_);
     // Another member leads this member's pending epoch or a newer one. The
     // same epoch counts: two built-in elections may prepare one epoch
     // together, and the control stream decides only one record per epoch,
@@ -1062,7 +1019,7 @@ void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& ad
 }
 
 void Replica::LeaveCandidateRole() {
-  if (role_.load() == Role::kCandidate) role_.store(dirty_.load() ? Role::kCatchingUp : Role::kFollower);
+  if (member_.role.load() == Role::kCandidate) member_.role.store(member_.dirty.load() ? Role::kCatchingUp : Role::kFollower);
 }
 
 void Replica::LearnRecord(const DecidedPtr& d) {
@@ -1071,7 +1028,7 @@ void Replica::LearnRecord(const DecidedPtr& d) {
 }
 
 void Replica::OnNewRecord(const DecidedPtr& d) {
-  Know(ConfigOf(d));  // members of a new configuration can be called
+  member_.Know(member_.ConfigOf(d));  // members of a new configuration can be called
   bool dirty_now = false;
   {
     std::lock_guard<std::mutex> g(lmu_);
@@ -1087,19 +1044,19 @@ void Replica::OnNewRecord(const DecidedPtr& d) {
       deposed_max_ts_ = 0;
     }
   }
-  if (dirty_now) dirty_.store(true);
-  if (dirty_.load()) {
+  if (dirty_now) member_.dirty.store(true);
+  if (member_.dirty.load()) {
     StartStateTransfer();
-  } else if (role_.load() == Role::kCatchingUp && voting_.load() && !needs_transfer_.load()) {
-    role_.store(Role::kFollower);
+  } else if (member_.role.load() == Role::kCatchingUp && member_.voting.load() && !member_.needs_transfer.load()) {
+    member_.role.store(Role::kFollower);
   }
   if (d->leader_id != opts_.id) LearnLeader(d->record.epoch, d->leader_id, "");
 }
 
 void Replica::StartStateTransfer() {
-  dirty_.store(true);
-  needs_transfer_.store(true);
-  if (role_.load() != Role::kLeader) role_.store(Role::kCatchingUp);
+  member_.dirty.store(true);
+  member_.needs_transfer.store(true);
+  if (member_.role.load() != Role::kLeader) member_.role.store(Role::kCatchingUp);
   catch_cv_.notify_all();
 }
 
@@ -1111,10 +1068,10 @@ void Replica::ReplayLoop() {
   std::unique_lock<std::mutex> lk(rmu_);
   bool idle_quiesced = false;
   auto last_horizon = SteadyClock::now();
-  while (!stop_.load()) {
-    replay_cv_.wait_for(lk, kReplayIdleWait, [&] { return replay_kick_ || stop_.load(); });
+  while (!member_.stopping.load()) {
+    replay_cv_.wait_for(lk, kReplayIdleWait, [&] { return replay_kick_ || member_.stopping.load(); });
     replay_kick_ = false;
-    if (stop_.load() || replay_paused_ || !db_ || !replay_worker_) continue;
+    if (member_.stopping.load() || replay_paused_ || !db_ || !replay_worker_) continue;
     bool progress = ReplayOnce();
     if (progress) {
       idle_quiesced = false;
@@ -1257,86 +1214,9 @@ bool Replica::ReplayOnce() {
   return progress;
 }
 
-// ---------------------------------------------------------------------------
-// Calls to every member.
-
-namespace {
-
-// Calls every peer at once and returns once `enough` holds for the replies
-// so far (or every call ended). Calls still running go on in the
-// background; their futures are kept in `bg` (joined by Stop).
-template <typename Reply, typename Call>
-std::vector<std::pair<uint32_t, Reply>> FanOut(
-    const std::vector<uint32_t>& peers, std::vector<std::pair<uint32_t, Reply>> initial, Call call,
-    const std::function<bool(const std::vector<std::pair<uint32_t, Reply>>&)>& enough, std::mutex* bg_mu,
-    std::vector<std::future<void>>* bg) {
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<std::pair<uint32_t, Reply>> replies;
-    size_t ended = 0;
-  };
-  auto sh = std::make_shared<Shared>();
-  sh->replies = std::move(initial);
-  std::vector<std::future<void>> calls;
-  for (uint32_t p : peers) {
-    calls.push_back(std::async(std::launch::async, [sh, p, call] {
-      Reply r;
-      bool ok = call(p, &r);
-      std::lock_guard<std::mutex> g(sh->mu);
-      if (ok) sh->replies.push_back({p, std::move(r)});
-      sh->ended++;
-      sh->cv.notify_all();
-    }));
-  }
-  std::vector<std::pair<uint32_t, Reply>> out;
-  {
-    std::unique_lock<std::mutex> lk(sh->mu);
-    sh->cv.wait(lk, [&] { return sh->ended == peers.size() || (enough && enough(sh->replies)); });
-    out = sh->replies;
-  }
-  std::lock_guard<std::mutex> g(*bg_mu);
-  bg->erase(std::remove_if(bg->begin(), bg->end(),
-                           [](std::future<void>& f) {
-                             return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
-                           }),
-            bg->end());
-  for (auto& f : calls) {
-    if (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) bg->push_back(std::move(f));
-  }
-  return out;
-}
-
-}  // namespace
-
-std::vector<std::pair<uint32_t, PromiseReply>> Replica::PromiseAll(
-    const PromiseMsg& m, bool include_self,
-    const std::function<bool(const std::vector<std::pair<uint32_t, PromiseReply>>&)>& enough) {
-  std::vector<std::pair<uint32_t, PromiseReply>> initial;
-  if (include_self) initial.push_back({opts_.id, HandlePromise(m)});
-  Transport* tr = transport_;
-  auto timeout = opts_.rpc_timeout;
-  return FanOut<PromiseReply>(
-      peers(), std::move(initial),
-      [tr, m, timeout](uint32_t p, PromiseReply* r) { return tr->Promise(p, m, r, timeout).ok(); }, enough,
-      &bg_mu_, &bg_);
-}
-
-std::vector<std::pair<uint32_t, ControlReply>> Replica::ControlAll(
-    const ControlMsg& m, const std::function<bool(const std::vector<std::pair<uint32_t, ControlReply>>&)>& enough) {
-  std::vector<std::pair<uint32_t, ControlReply>> initial;
-  initial.push_back({opts_.id, HandleControl(m)});
-  Transport* tr = transport_;
-  auto timeout = opts_.rpc_timeout;
-  return FanOut<ControlReply>(
-      peers(), std::move(initial),
-      [tr, m, timeout](uint32_t p, ControlReply* r) { return tr->Control(p, m, r, timeout).ok(); }, enough,
-      &bg_mu_, &bg_);
-}
-
 PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
   PromiseReply r;
-  if (!voting_.load(std::memory_order_acquire)) {
+  if (!member_.voting.load(std::memory_order_acquire)) {
     // No vote while probing or catching up; say whether it holds anything
     // (members of a new cluster probe each other at start).
     r.from = opts_.id;
@@ -1350,7 +1230,7 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
   }
   if (!m.peek) {
     DecidedPtr d = Latest();
-    if (!InConfig(d)) {
+    if (!member_.InConfig(d)) {
       // Not a voting member of the configuration in force (a new member not
       // yet added, or one removed): it promises nothing, and is not counted.
       r.from = opts_.id;
@@ -1358,7 +1238,7 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
       r.promised_epoch = acceptor_.promised();
       r.decided = d;
       r.error = "not a member of configuration " + std::to_string(d ? d->config : 0) + " " +
-                MembersString(ConfigOf(d));
+                MembersString(member_.ConfigOf(d));
       return r;
     }
   }
@@ -1387,18 +1267,18 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
     if (leading) StepDown(m.epoch, "promised a candidate of a newer epoch");
     // A candidate is running: the built-in election gives it a timeout to
     // finish before running its own (two candidates split the vote).
-    NoteLeaderContact();
-    std::lock_guard<std::mutex> g(mu_);
+    member_.NoteLeaderContact();
+    std::lock_guard<std::mutex> g(pending_mu_);
     if (pending_ && pending_->epoch < m.epoch) {
       pending_.reset();
-      if (role_.load() == Role::kCandidate) role_.store(Role::kFollower);
+      if (member_.role.load() == Role::kCandidate) member_.role.store(Role::kFollower);
     }
   }
   return r;
 }
 
 ControlReply Replica::HandleControl(const ControlMsg& m) {
-  if (!voting_.load(std::memory_order_acquire)) {
+  if (!member_.voting.load(std::memory_order_acquire)) {
     ControlReply r;
     r.from = opts_.id;
     r.error = "catching up: not voting yet";
@@ -1409,7 +1289,7 @@ ControlReply Replica::HandleControl(const ControlMsg& m) {
     // Instance after record r: its acceptors are the members of r's
     // configuration.
     const DecidedPtr& base = m.prev ? m.prev : before;
-    if (!InConfig(base)) {
+    if (!member_.InConfig(base)) {
       ControlReply r;
       r.from = opts_.id;
       r.latest = before;
@@ -1426,7 +1306,7 @@ bool Replica::DrainLeader(std::chrono::milliseconds timeout) {
   // Stop taking writes (the role check refuses them), let transactions in
   // progress finish, close every buffer, and wait until G covers every
   // commit of this epoch: then nothing of it can be lost by the failover.
-  role_.store(Role::kCandidate, std::memory_order_release);
+  member_.role.store(Role::kCandidate, std::memory_order_release);
   for (uint32_t t = 0; t < opts_.streams; t++) {
     std::mutex* mu = t < worker_mu_.size() ? worker_mu_[t] : nullptr;
     if (!mu) continue;
@@ -1453,19 +1333,19 @@ bool Replica::DrainLeader(std::chrono::milliseconds timeout) {
 
 Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out) {
   std::lock_guard<std::mutex> op(op_mu_);
-  if (!voting_.load() || needs_transfer_.load()) {
+  if (!member_.voting.load() || member_.needs_transfer.load()) {
     return Status::FailedPrecondition("this member is catching up (state transfer): choose another candidate");
   }
-  if (dirty_.load()) {
+  if (member_.dirty.load()) {
     return Status::FailedPrecondition(
         "this member holds commits that a failover discarded and needs a state transfer: choose another candidate");
   }
   if (last_decided.record.epoch >= new_epoch) {
     return Status::InvalidArgument("the new epoch must be above the last decided one");
   }
-  if (DecidedPtr d = Latest(); !InConfig(d)) {
+  if (DecidedPtr d = Latest(); !member_.InConfig(d)) {
     return Status::FailedPrecondition("this member is not in configuration " + std::to_string(d ? d->config : 0) +
-                                      " " + MembersString(ConfigOf(d)) + ": it does not vote; choose another candidate");
+                                      " " + MembersString(member_.ConfigOf(d)) + ": it does not vote; choose another candidate");
   }
   if (new_epoch < acceptor_.promised()) {
     return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was already promised here");
@@ -1485,11 +1365,11 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
     my_led = deposed_epoch_;
     my_max = deposed_max_ts_;
   }
-  Role before = role_.load();
-  role_.store(Role::kCandidate);
+  Role before = member_.role.load();
+  member_.role.store(Role::kCandidate);
   auto fail = [&](Status s) {
-    role_.store(dirty_.load() ? Role::kCatchingUp : (before == Role::kCandidate ? Role::kFollower : before));
-    if (role_.load() == Role::kCandidate || role_.load() == Role::kLeader) role_.store(Role::kFollower);
+    member_.role.store(member_.dirty.load() ? Role::kCatchingUp : (before == Role::kCandidate ? Role::kFollower : before));
+    if (member_.role.load() == Role::kCandidate || member_.role.load() == Role::kLeader) member_.role.store(Role::kFollower);
     return s;
   };
 
@@ -1504,8 +1384,8 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
     auto ld = std::make_shared<const Decided>(last_decided);
     if (IsBetterDecided(ld, known)) known = ld;
   }
-  const std::vector<MemberAddr> initial = initial_;
-  auto replies = PromiseAll(pm, true, [&known, &initial, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+  const std::vector<MemberAddr> initial = member_.initial();
+  auto replies = calls_.PromiseAll(pm, true, [&known, &initial, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
     for (const auto& [id, r] : rs) {
       if (!r.ok && !r.amnesic && r.promised_epoch > new_epoch) return true;
     }
@@ -1526,11 +1406,11 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
   }
   DecidedPtr newest = quorum_check.newest;
   if (IsBetterDecided(Latest(), newest)) newest = Latest();
-  if (!InConfig(newest)) {
+  if (!member_.InConfig(newest)) {
     LearnRecord(newest);
     return fail(Status::FailedPrecondition("this member is not in configuration " +
                                            std::to_string(newest ? newest->config : 0) + " " +
-                                           MembersString(ConfigOf(newest)) + ": choose another candidate"));
+                                           MembersString(member_.ConfigOf(newest)) + ": choose another candidate"));
   }
   if (newest && newest->record.epoch > last_decided.record.epoch) {
     LearnRecord(newest);
@@ -1577,8 +1457,8 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
   if (my_led != 0 && my_max != 0) {
     auto it = plan.record.cut.find(my_led);
     if (it == plan.record.cut.end() || it->second < my_max) {
-      dirty_.store(true);
-      needs_transfer_.store(true);
+      member_.dirty.store(true);
+      member_.needs_transfer.store(true);
       catch_cv_.notify_all();
       return fail(Status::FailedPrecondition("this member led epoch " + std::to_string(my_led) +
                                              " and holds commits beyond the new cut: choose another candidate"));
@@ -1588,7 +1468,7 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
   auto pending = std::make_unique<Pending>();
   pending->epoch = new_epoch;
   // The new epoch keeps the configuration in force.
-  pending->proposed = Decided{plan.record, opts_.id, plan.watermark, newest ? newest->config : 0, ConfigOf(newest)};
+  pending->proposed = Decided{plan.record, opts_.id, plan.watermark, newest ? newest->config : 0, member_.ConfigOf(newest)};
   pending->bases = bases;
   pending->led_epoch = my_led;
   pending->repropose.resize(opts_.streams);
@@ -1610,7 +1490,7 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
   out->promised_by.clear();
   for (const PromiseReply* r : oks) out->promised_by.push_back(r->from);
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(pending_mu_);
     pending_ = std::move(pending);
   }
   std::fprintf(stderr, "rolis-repl %u: prepared epoch %lu: G' = %s\n", opts_.id, static_cast<unsigned long>(new_epoch),
@@ -1621,7 +1501,7 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
 Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
   std::lock_guard<std::mutex> ctl(ctl_mu_);
   *decided = false;
-  if (!voting_.load()) return Status::FailedPrecondition("this member is catching up: ask another member");
+  if (!member_.voting.load()) return Status::FailedPrecondition("this member is catching up: ask another member");
   if (record.record.epoch <= expected_previous) {
     return Status::InvalidArgument("the record's epoch must be above the expected previous epoch");
   }
@@ -1630,8 +1510,8 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
     ControlMsg q;
     q.kind = ControlMsg::Kind::kQuery;
     q.from = opts_.id;
-    const size_t maj = MajorityOf(ConfigOf(latest).size());
-    for (auto& [id, r] : ControlAll(q, [maj](const auto& rs) { return rs.size() >= maj; })) LearnRecord(r.latest);
+    const size_t maj = MajorityOf(member_.ConfigOf(latest).size());
+    for (auto& [id, r] : calls_.ControlAll(q, [maj](const auto& rs) { return rs.size() >= maj; })) LearnRecord(r.latest);
     latest = Latest();
   }
   if (latest && latest->record.epoch > expected_previous) {
@@ -1653,7 +1533,7 @@ Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, b
 
 Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, DecidedPtr* current) {
   const uint64_t instance = InstanceAfter(prev.get());
-  const std::vector<uint32_t> acceptors = MemberIds(ConfigOf(prev));
+  const std::vector<uint32_t> acceptors = MemberIds(member_.ConfigOf(prev));
   auto newer = [&prev](const DecidedPtr& d) { return d && (!prev || NewerRecord(*d, *prev)); };
   auto quorum = [&acceptors](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
     std::vector<uint32_t> ok;
@@ -1671,7 +1551,7 @@ Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, Deci
   DecidedPtr chosen;
   uint64_t round = 1;
   std::mt19937_64 rng(opts_.id * 7919 + mine->record.epoch + mine->config);
-  for (int attempt = 0; attempt < 20 && !chosen && !stop_.load(); attempt++) {
+  for (int attempt = 0; attempt < 20 && !chosen && !member_.stopping.load(); attempt++) {
     const uint64_t ballot = (round << 8) | (opts_.id & 0xFF);
     ControlMsg pm;
     pm.kind = ControlMsg::Kind::kPrepare;
@@ -1682,7 +1562,7 @@ Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, Deci
     uint64_t best_ballot = 0;
     DecidedPtr value = mine;
     uint64_t highest = 0;
-    auto promises = ControlAll(pm, settled);
+    auto promises = calls_.ControlAll(pm, settled);
     for (auto& [id, r] : promises) {
       if (newer(r.latest)) {
         LearnRecord(r.latest);
@@ -1699,7 +1579,7 @@ Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, Deci
       ControlMsg am = pm;
       am.kind = ControlMsg::Kind::kAccept;
       am.value = value;
-      auto accepts = ControlAll(am, settled);
+      auto accepts = calls_.ControlAll(am, settled);
       for (auto& [id, r] : accepts) {
         if (newer(r.latest)) {
           LearnRecord(r.latest);
@@ -1716,7 +1596,7 @@ Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, Deci
     }
   }
   if (!chosen) {
-    return Unavailable("no majority of " + MembersString(ConfigOf(prev)) + " answered the control stream");
+    return Unavailable("no majority of " + MembersString(member_.ConfigOf(prev)) + " answered the control stream");
   }
   LearnRecord(chosen);
   ControlMsg lm;
@@ -1724,7 +1604,7 @@ Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, Deci
   lm.from = opts_.id;
   lm.instance = instance;
   lm.value = chosen;
-  ControlAll(lm, [](const auto&) { return true; });  // tell the others; do not wait
+  calls_.ControlAll(lm, [](const auto&) { return true; });  // tell the others; do not wait
   *current = chosen;
   return Status::OK();
 }
@@ -1736,7 +1616,7 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   // open timeout.
   auto await_open = [&](std::unique_lock<std::mutex>& lk) {
     open_cv_.wait_for(lk, opts_.open_timeout,
-                      [&] { return lmode_ == LMode::kOpen || lepoch_ != e || stop_.load(); });
+                      [&] { return lmode_ == LMode::kOpen || lepoch_ != e || member_.stopping.load(); });
     if (lmode_ == LMode::kOpen && lepoch_ == e) {
       *watermark = g_;
       return Status::OK();
@@ -1758,7 +1638,7 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   }
   std::unique_ptr<Pending> pending;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(pending_mu_);
     if (!pending_ || pending_->epoch != e || pending_->proposed.record != record.record ||
         record.leader_id != opts_.id) {
       return Status::FailedPrecondition("OpenEpoch must follow this member's PrepareFailover of epoch " +
@@ -1766,9 +1646,9 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
     }
     pending = std::move(pending_);
   }
-  if (role_.load() != Role::kCandidate) return Status::FailedPrecondition("this member is no longer the candidate");
+  if (member_.role.load() != Role::kCandidate) return Status::FailedPrecondition("this member is no longer the candidate");
   if (acceptor_.promised() > e) {
-    role_.store(Role::kFollower);
+    member_.role.store(Role::kFollower);
     return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was promised since");
   }
   auto dec = std::make_shared<const Decided>(record);
@@ -1780,7 +1660,7 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   for (uint32_t t = 0; t < opts_.streams; t++) {
     for (const Slot& s : pending->repropose[t]) {
       if (!acceptor_.AcceptLocal(t, s, e, pending->bases[t].first_slot, &self_need[t])) {
-        role_.store(Role::kFollower);
+        member_.role.store(Role::kFollower);
         return Status::Aborted("a newer epoch was promised here");
       }
     }
@@ -1818,12 +1698,12 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
     }
     replay_paused_ = true;  // a leader's store is its own
   }
-  Know(ConfigOf(dec));
+  member_.Know(member_.ConfigOf(dec));
   {
     std::lock_guard<std::mutex> g(lmu_);
     lepoch_ = e;
     ldecided_ = dec;
-    lcfgs_ = {MemberIds(ConfigOf(dec))};
+    lcfgs_ = {MemberIds(member_.ConfigOf(dec))};
     learners_.clear();
     RefreshPeersLocked();
     g_ = {};
@@ -1873,7 +1753,7 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
 void Replica::AbandonCandidacy(uint64_t epoch) {
   std::lock_guard<std::mutex> op(op_mu_);  // not while an OpenEpoch runs
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(pending_mu_);
     if (!pending_ || pending_->epoch != epoch) return;
     pending_.reset();
   }
@@ -1886,8 +1766,7 @@ Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_
   if (record.leader_id != opts_.id) {
     LearnLeader(record.record.epoch, record.leader_id, leader_client_address);
   } else {
-    std::lock_guard<std::mutex> g(mu_);
-    if (record.record.epoch >= leader_epoch_ && !leader_client_address.empty()) leader_addr_ = leader_client_address;
+    member_.AnnounceOwnAddress(record.record.epoch, leader_client_address);
   }
   return Status::OK();
 }
@@ -1911,7 +1790,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
                                       (who.empty() ? std::string() : " (the leader serves clients at " + who + ")") +
                                       ": ask the leader");
   }
-  const std::vector<MemberAddr> from = ConfigOf(cur);
+  const std::vector<MemberAddr> from = member_.ConfigOf(cur);
   MembershipChange ch;
   Status s = CheckMembershipChange(from, target, opts_.id, &ch);
   if (!s.ok()) return s;
@@ -1920,7 +1799,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
   // the log up to `mark`; then only the newest configuration is counted.
   auto settle = [&](const std::vector<uint64_t>& mark) -> Status {
     while (!LogHeldSince(mark)) {
-      if (stop_.load() || SteadyClock::now() > deadline) {
+      if (member_.stopping.load() || SteadyClock::now() > deadline) {
         return Unavailable("configuration " + std::to_string(Latest()->config) +
                            " is decided; a majority of it does not hold the log yet: send the same request again");
       }
@@ -1928,7 +1807,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
     }
     std::lock_guard<std::mutex> g(lmu_);
     if (lmode_ != LMode::kOpen || lepoch_ != e) return Status::Aborted("stepped down during the membership change");
-    lcfgs_ = {MemberIds(ConfigOf(Latest()))};
+    lcfgs_ = {MemberIds(member_.ConfigOf(Latest()))};
     learners_.clear();
     RefreshPeersLocked();
     return Status::OK();
@@ -1971,7 +1850,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
   //    catches up by state transfer if the log no longer reaches back to
   //    what it holds) and must hold all of it as it was when we started.
   if (ch.add && !resume) {
-    Know({ch.member});
+    member_.Know({ch.member});
     std::vector<uint64_t> want;
     {
       std::lock_guard<std::mutex> g(lmu_);
@@ -2000,7 +1879,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
         }
       }
       if (behind.empty()) break;
-      if (stop_.load() || SteadyClock::now() > deadline) {
+      if (member_.stopping.load() || SteadyClock::now() > deadline) {
         std::lock_guard<std::mutex> g(lmu_);
         learners_.erase(ch.member.id);
         RefreshPeersLocked();
@@ -2044,7 +1923,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
     std::lock_guard<std::mutex> g(lmu_);
     if (lmode_ == LMode::kOpen && lepoch_ == e) {
       ldecided_ = chosen;  // accepts carry the record: followers learn the configuration
-      lcfgs_ = {MemberIds(from), MemberIds(ConfigOf(chosen))};
+      lcfgs_ = {MemberIds(from), MemberIds(member_.ConfigOf(chosen))};
       RefreshPeersLocked();
       told = lstreams_[0]->next_index + 1;
     }
@@ -2070,10 +1949,10 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
   *now = chosen;
   if (*chosen != *next) {
     return Status::Aborted("another membership change was decided first: the membership is now " +
-                           MembersString(ConfigOf(chosen)) + "; send the request again if it still applies");
+                           MembersString(member_.ConfigOf(chosen)) + "; send the request again if it still applies");
   }
   std::fprintf(stderr, "rolis-repl %u: configuration %lu: %s\n", opts_.id, static_cast<unsigned long>(chosen->config),
-               MembersString(ConfigOf(chosen)).c_str());
+               MembersString(member_.ConfigOf(chosen)).c_str());
   return Status::OK();
 }
 
@@ -2081,7 +1960,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
 // State transfer.
 
 SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
-  if (role_.load() == Role::kLeader) return LeaderSnapshot();
+  if (member_.role.load() == Role::kLeader) return LeaderSnapshot();
   return FollowerSnapshot();
 }
 
@@ -2113,7 +1992,7 @@ Status Replica::ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out) {
 
 SnapshotReply Replica::FollowerSnapshot() {
   SnapshotReply r;
-  if (!voting_.load() || dirty_.load() || needs_transfer_.load() || role_.load() != Role::kFollower || !db_) {
+  if (!member_.voting.load() || member_.dirty.load() || member_.needs_transfer.load() || member_.role.load() != Role::kFollower || !db_) {
     r.error = "not a caught-up follower";
     return r;
   }
@@ -2268,10 +2147,10 @@ void Replica::CatchUpLoop() {
   // (at start the others may just not be listening yet) and then now and then.
   const auto first_report = std::chrono::seconds(2), report_every = std::chrono::seconds(10);
   SteadyClock::time_point failing_since{}, reported{};
-  while (!stop_.load()) {
-    bool work = !voting_.load() || needs_transfer_.load();
+  while (!member_.stopping.load()) {
+    bool work = !member_.voting.load() || member_.needs_transfer.load();
     if (work) {
-      Status s = !voting_.load() ? Probe() : TransferState();
+      Status s = !member_.voting.load() ? Probe() : TransferState();
       const auto now = SteadyClock::now();
       if (s.ok()) {
         failures = 0;
@@ -2295,9 +2174,9 @@ void Replica::CatchUpLoop() {
     // within moments, and a member that has not decided by the first
     // election must then catch up by a state transfer. A transfer (which
     // may have had a follower scan its whole store) retries more slowly.
-    const int step_ms = voting_.load() || needs_transfer_.load() ? 50 : 20;
+    const int step_ms = member_.voting.load() || member_.needs_transfer.load() ? 50 : 20;
     auto wait = work ? std::chrono::milliseconds(step_ms * (1 + failures)) : std::chrono::milliseconds(200);
-    catch_cv_.wait_for(lk, wait, [&] { return stop_.load(); });
+    catch_cv_.wait_for(lk, wait, [&] { return member_.stopping.load(); });
   }
 }
 
@@ -2308,8 +2187,8 @@ Status Replica::Probe() {
   PromiseMsg pm;
   pm.from = opts_.id;
   pm.peek = true;
-  const size_t need_virgin = std::min<size_t>(peers().size(), majority());
-  auto replies = PromiseAll(pm, false, [need_virgin](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+  const size_t need_virgin = std::min<size_t>(member_.peers().size(), majority());
+  auto replies = calls_.PromiseAll(pm, false, [need_virgin](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
     size_t v = 0;
     for (const auto& [id, r] : rs) {
       if (r.virgin) v++;
@@ -2329,19 +2208,19 @@ Status Replica::Probe() {
   if (others_know) {
     // This member restarted empty, or started after the cluster's first
     // election: either way it may not vote before a state transfer.
-    needs_transfer_.store(true);
+    member_.needs_transfer.store(true);
     Status s = TransferState();
     if (!s.ok()) return Status(s.code(), "the others hold state this member lacks, and its state transfer failed: " + s.message());
     return s;
   }
-  if (virgin >= std::min<size_t>(peers().size(), majority())) {
-    voting_.store(true);
-    role_.store(Role::kFollower);
+  if (virgin >= std::min<size_t>(member_.peers().size(), majority())) {
+    member_.voting.store(true);
+    member_.role.store(Role::kFollower);
     std::fprintf(stderr, "rolis-repl %u: new cluster (%zu other members have no state): voting\n", opts_.id, virgin);
     return Status::OK();
   }
   return Unavailable(std::to_string(replies.size()) + " of the " +
-                     std::to_string(peers().size()) + " other members answered its probe (" + std::to_string(virgin) +
+                     std::to_string(member_.peers().size()) + " other members answered its probe (" + std::to_string(virgin) +
                      " without state; " + std::to_string(need_virgin) + " needed to call the cluster new)");
 }
 
@@ -2367,9 +2246,9 @@ Status Replica::TransferState() {
     std::vector<const PromiseReply*> oks;  // into replies
   };
   auto read_votes = [&](const DecidedPtr& record, Votes* v) -> Status {
-    v->cfg = ConfigOf(record);
-    Know(v->cfg);
-    v->self = voting_.load() && Contains(v->cfg, opts_.id);
+    v->cfg = member_.ConfigOf(record);
+    member_.Know(v->cfg);
+    v->self = member_.voting.load() && Contains(v->cfg, opts_.id);
     std::set<uint32_t> voters;
     for (const MemberAddr& m : v->cfg) {
       if (m.id != opts_.id || v->self) voters.insert(m.id);
@@ -2379,7 +2258,7 @@ Status Replica::TransferState() {
     pm.from = opts_.id;
     pm.peek = true;
     const size_t need = v->need;
-    v->replies = PromiseAll(pm, v->self, [need, &voters](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
+    v->replies = calls_.PromiseAll(pm, v->self, [need, &voters](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
       size_t ok = 0;
       for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic && voters.count(id);
       return ok >= need;
@@ -2404,11 +2283,9 @@ Status Replica::TransferState() {
   SnapshotReply snap;
   bool got = false;
   std::string why;
-  std::vector<uint32_t> sources = peers();
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    std::stable_partition(sources.begin(), sources.end(), [this](uint32_t p) { return p != leader_id_; });
-  }
+  std::vector<uint32_t> sources = member_.peers();
+  const uint32_t leader_id = member_.leader().id;
+  std::stable_partition(sources.begin(), sources.end(), [leader_id](uint32_t p) { return p != leader_id; });
   for (uint32_t p : sources) {
     SnapshotMsg sm;
     sm.from = opts_.id;
@@ -2520,7 +2397,7 @@ Status Replica::TransferState() {
     replay_g_ = {};
     replay_record_ = nullptr;
     acceptor_.Reset(adopted, max_promised);
-    if (newest && control_.Learn(newest)) Know(ConfigOf(newest));
+    if (newest && control_.Learn(newest)) member_.Know(member_.ConfigOf(newest));
     // The control stream's votes of the instance in progress, likewise.
     ControlAcceptor::Vote vote;
     vote.instance = newest ? newest->record.epoch : 0;
@@ -2542,10 +2419,10 @@ Status Replica::TransferState() {
     deposed_epoch_ = deposed_max_ts_ = 0;
     for (auto& s : lstreams_) s->orphan.store(false);
   }
-  dirty_.store(false);
-  needs_transfer_.store(false);
-  voting_.store(true);
-  role_.store(Role::kFollower);
+  member_.dirty.store(false);
+  member_.needs_transfer.store(false);
+  member_.voting.store(true);
+  member_.role.store(Role::kFollower);
   state_transfers_.fetch_add(1);
   if (newest && newest->leader_id != opts_.id) LearnLeader(newest->record.epoch, newest->leader_id, "");
   std::fprintf(stderr, "rolis-repl %u: state transfer done: %zu keys at %s, votes of %zu members adopted\n", opts_.id,
@@ -2559,20 +2436,20 @@ Status Replica::TransferState() {
 ReplicaStatus Replica::GetStatus() const {
   ReplicaStatus st;
   st.id = opts_.id;
-  st.role = role_.load();
+  st.role = member_.role.load();
   st.promised_epoch = acceptor_.promised();
   st.decided = Latest();
   st.config = st.decided ? st.decided->config : 0;
-  st.members = ConfigOf(st.decided);
-  st.dirty = dirty_.load();
+  st.members = member_.ConfigOf(st.decided);
+  st.dirty = member_.dirty.load();
   st.log_bytes = acceptor_.bytes();
   st.state_transfers = state_transfers_.load();
   st.leader_snapshots = leader_snapshots_.load();
   {
-    std::lock_guard<std::mutex> g(mu_);
-    st.epoch = leader_epoch_;
-    st.leader_id = leader_id_;
-    st.leader_address = leader_addr_;
+    const MemberState::Leader leader = member_.leader();
+    st.epoch = leader.epoch;
+    st.leader_id = leader.id;
+    st.leader_address = leader.client_address;
   }
   st.streams.resize(opts_.streams);
   bool leading = false;

@@ -33,6 +33,8 @@
 
 #include "acceptor.h"
 #include "codec.h"
+#include "member_calls.h"
+#include "member_state.h"
 #include "membership.h"
 #include "replay_apply.h"
 #include "rolis/db.h"
@@ -40,9 +42,6 @@
 #include "transport.h"
 
 namespace rolis::replication {
-
-enum class Role { kFollower, kLeader, kCandidate, kCatchingUp };
-const char* RoleName(Role r);
 
 struct ReplicaOptions {
   uint32_t id = 1;
@@ -157,7 +156,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // CommitHook (the worker's thread, worker mutex held).
   void OnCommit(WorkerId worker, uint64_t commit_ts, const CommittedWrites& writes) override;
 
-  Role role() const { return role_.load(std::memory_order_acquire); }
+  Role role() const { return member_.role.load(std::memory_order_acquire); }
   uint64_t epoch() const;
   std::string leader_client_address() const;
   // On the open leader: G covers (epoch, ts) of this epoch, or ts is of
@@ -178,9 +177,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   uint64_t flow_control_wait_nanos() const { return flow_wait_nanos_.load(std::memory_order_relaxed); }
   // When this member last took an accept from an open leader, or promised
   // another candidate a newer epoch (or started).
-  SteadyClock::time_point last_leader_contact() const {
-    return SteadyClock::time_point(SteadyClock::duration(last_contact_.load(std::memory_order_relaxed)));
-  }
+  SteadyClock::time_point last_leader_contact() const { return member_.last_leader_contact(); }
 
   // Admin failover steps (docs/replication.md). Errors: kFailedPrecondition
   // (this member cannot do it now; the message says why), kAborted (a newer
@@ -207,7 +204,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // changed; or no majority answered: retry the same request).
   Status ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout, DecidedPtr* now);
   // The configuration in force as this member knows it.
-  std::vector<MemberAddr> Configuration() const { return ConfigOf(Latest()); }
+  std::vector<MemberAddr> Configuration() const { return member_.ConfigOf(Latest()); }
 
   // ReplicaHandler.
   AcceptReply HandleAccept(const AcceptMsg& m) override;
@@ -236,15 +233,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
   // Majority of the members the cluster started with (the start-up probe).
   size_t majority() const { return opts_.members.size() / 2 + 1; }
-  // Every other member this one knows of (started with, or learned from a
-  // configuration): calls fan out to all of them.
-  std::vector<uint32_t> peers() const;
   int PeerPos(uint32_t id) const;  // under lmu_
 
   // Membership.
-  std::vector<MemberAddr> ConfigOf(const DecidedPtr& d) const;
-  bool InConfig(const DecidedPtr& d) const { return Contains(ConfigOf(d), opts_.id); }
-  void Know(const std::vector<MemberAddr>& members);  // learns addresses and ids
   void EnsurePeerLocked(uint32_t id);                  // under lmu_
   void RefreshPeersLocked();                           // under lmu_: who is sent to
   // Single-decree Paxos in the control-stream instance after `prev` among
@@ -301,17 +292,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
   bool AwaitEngineSnapshot(std::chrono::milliseconds limit);
   Status ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out);  // every table, in key order
 
-  // Fan-out of calls to every member (this one through its own handler).
-  // Return once `enough` holds for the replies so far (null: wait for all).
-  std::vector<std::pair<uint32_t, PromiseReply>> PromiseAll(
-      const PromiseMsg& m, bool include_self,
-      const std::function<bool(const std::vector<std::pair<uint32_t, PromiseReply>>&)>& enough = nullptr);
-  std::vector<std::pair<uint32_t, ControlReply>> ControlAll(
-      const ControlMsg& m,
-      const std::function<bool(const std::vector<std::pair<uint32_t, ControlReply>>&)>& enough = nullptr);
-  std::mutex bg_mu_;
-  std::vector<std::future<void>> bg_;  // fan-out calls still running
-
   // The ts floor: the clock's, tightened by what commits tell of the engine's
   // clock base (a commit's ts >> 8 is at most the engine's ticks, plus one).
   uint64_t Floor() const;
@@ -331,27 +311,20 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::vector<std::unique_ptr<std::mutex>> idle_stream_mu_;  // for streams without a worker
   std::array<std::atomic<uint32_t>, 1024> stream_of_worker_{};
 
+  MemberState member_;
+  MemberCalls calls_;
   Acceptor acceptor_;
   ControlAcceptor control_;
 
-  std::atomic<Role> role_{Role::kFollower};
-  std::atomic<bool> voting_{true};    // false while probing or catching up from empty
-  std::atomic<bool> dirty_{false};    // local commits a failover discarded (or unreplicated)
-  std::atomic<bool> needs_transfer_{false};
   std::atomic<uint64_t> state_transfers_{0};
   std::atomic<uint64_t> leader_snapshots_{0};
   std::atomic<uint64_t> flow_wait_nanos_{0};  // workers waiting for room in their ring
 
-  // Member state (mu_: a leaf lock). Lock order: op_mu_, lmu_, rmu_, then one leaf.
-  mutable std::mutex mu_;
+  // Lock order: op_mu_, lmu_, rmu_, then one leaf (pending_mu_, the member state's).
+  std::mutex pending_mu_;  // a leaf: pending_
   std::mutex op_mu_;  // one admin failover step at a time
   std::mutex ctl_mu_;  // one control-stream proposal at a time
   std::mutex member_mu_;  // one membership change at a time
-  std::vector<MemberAddr> initial_;  // the configuration the cluster started with
-  std::set<uint32_t> known_;         // mu_: every member id known (this one included)
-  uint64_t leader_epoch_ = 0;  // epoch of the leader this member follows (or leads)
-  uint32_t leader_id_ = 0;
-  std::string leader_addr_;
   std::unique_ptr<Pending> pending_;
 
   // Leader state (lmu_).
@@ -416,11 +389,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::vector<std::unique_ptr<RStream>> rstreams_;
   std::unique_ptr<std::atomic<uint64_t>[]> replayed_next_;  // per stream, read lock-free by Accept replies
 
-  std::atomic<int64_t> last_contact_{SteadyClock::now().time_since_epoch().count()};
-  void NoteLeaderContact() {
-    last_contact_.store(SteadyClock::now().time_since_epoch().count(), std::memory_order_relaxed);
-  }
-  std::atomic<bool> stop_{false};
   std::mutex catch_mu_;
   std::condition_variable catch_cv_;
   std::thread leader_thread_, replay_thread_, catch_thread_;
