@@ -138,19 +138,6 @@ struct Replica::LStream {
   std::vector<PeerState> peers;
 };
 
-struct Replica::RStream {
-  uint64_t cursor = 0;  // slot of the head
-  BatchPtr batch;       // the head batch being applied (keeps the views alive)
-  DecodedBatch txns;    // the head batch decoded (reused from batch to batch)
-  size_t pos = 0;
-  size_t skip = 0;      // txns of the batch at cursor already in the store (state transfer)
-  LogKey consumed{};    // largest key applied or passed in this stream
-  LogKey beyond{};      // head known above G (heartbeat or barrier): nothing of this stream up to it
-  bool blocked = false;
-  LogKey reach{};       // the failover walk's reach over the slots below cursor
-  uint64_t barrier = 0; // ... and the epoch of the last barrier among them
-};
-
 struct Replica::Pending {
   uint64_t epoch = 0;
   Decided proposed;
@@ -184,15 +171,14 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
       clock_(std::move(clock)),
       member_(opts_.id, InitialMembers(opts_), transport),
       calls_(&member_, transport, this, opts_.rpc_timeout),
-      acceptor_(opts_.streams) {
+      acceptor_(opts_.streams),
+      replayer_(opts_.streams, &member_, &acceptor_, [this] { StartStateTransfer(); }) {
   if (!clock_.floor) {
     uint64_t now = MonotonicNanos();
     clock_ = MonotonicTsClock(now, now);
   }
   for (size_t i = 0; i < stream_of_worker_.size(); i++) stream_of_worker_[i].store(i % opts_.streams);
-  replayed_next_.reset(new std::atomic<uint64_t>[opts_.streams]);
   for (uint32_t t = 0; t < opts_.streams; t++) {
-    replayed_next_[t].store(0);
     auto ls = std::make_unique<LStream>(std::max<uint32_t>(opts_.max_inflight, 2));
     ls->buffers = BatchBuffers::Make(2 * opts_.compact_every, size_t{32} << 20);
     for (uint32_t p : member_.peers()) {
@@ -201,7 +187,6 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
       ls->peers.push_back(ps);
     }
     lstreams_.push_back(std::move(ls));
-    rstreams_.push_back(std::make_unique<RStream>());
   }
   if (opts_.probe_at_start && opts_.members.size() > 1) {
     member_.voting.store(false);
@@ -265,8 +250,7 @@ void Replica::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
   for (auto& mu : worker_mu_) {
     if (mu == nullptr) mu = idle_stream_mu_.emplace_back(std::make_unique<std::mutex>()).get();
   }
-  replay_worker_ = db_->RegisterWorker();
-  if (replay_worker_) applier_ = std::make_unique<ReplayApplier>(db_, replay_worker_.get(), opts_.id);
+  replayer_.Attach(db_);
   snapshot_worker_ = db_->RegisterWorker();
 }
 
@@ -279,7 +263,7 @@ void Replica::Start() {
   started_ = true;
   transport_->Start();
   leader_thread_ = std::thread([this] { LeaderLoop(); });
-  replay_thread_ = std::thread([this] { ReplayLoop(); });
+  replayer_.Start();
   catch_thread_ = std::thread([this] { CatchUpLoop(); });
 }
 
@@ -292,22 +276,16 @@ void Replica::Stop() {
   }
   loop_cv_.notify_all();
   open_cv_.notify_all();
-  {
-    std::lock_guard<std::mutex> g(rmu_);
-    replay_kick_ = true;
-  }
-  replay_cv_.notify_all();
+  replayer_.Wake();
   catch_cv_.notify_all();
   if (leader_thread_.joinable()) leader_thread_.join();
-  if (replay_thread_.joinable()) replay_thread_.join();
+  replayer_.Join();
   if (catch_thread_.joinable()) catch_thread_.join();
   calls_.Drain();  // calls still running end by their deadline
   for (auto& s : lstreams_) s->leading.store(0);
   FailWaiters("shutting down");
   CompleteWaiters();
-  std::lock_guard<std::mutex> g(rmu_);
-  applier_.reset();
-  replay_worker_.reset();
+  replayer_.ReleaseWorker();
   std::lock_guard<std::mutex> g2(snap_mu_);
   snapshot_worker_.reset();
 }
@@ -749,30 +727,17 @@ void Replica::StepDownLocked(uint64_t newer_epoch, const char* why) {
   }
   // The store holds this epoch's majority-accepted prefix of every stream:
   // replay (as a follower) goes on from there.
-  {
-    std::lock_guard<std::mutex> g(rmu_);
+  std::vector<Replayer::LeaderPrefix> prefix;
+  if (was_open) {
     for (uint32_t t = 0; t < opts_.streams; t++) {
-      LStream& s = *lstreams_[t];
-      RStream& rs = *rstreams_[t];
-      uint64_t from = was_open ? s.c_end : rs.cursor;
-      if (from > rs.cursor) {
-        LogKey reach;
-        uint64_t barrier;
-        WalkReachBelow(s, from, &reach, &barrier);
-        rs.reach = std::max(rs.reach, reach);
-        rs.barrier = std::max(rs.barrier, barrier);
-        rs.cursor = from;
-        rs.batch.reset();
-        rs.txns.clear();
-        rs.pos = rs.skip = 0;
-        rs.consumed = std::max(rs.consumed, s.c_key);
-        replayed_next_[t].store(from, std::memory_order_release);
-      }
+      const LStream& s = *lstreams_[t];
+      Replayer::LeaderPrefix& p = prefix.emplace_back();
+      p.end = s.c_end;
+      p.end_key = s.c_key;
+      WalkReachBelow(s, s.c_end, &p.reach, &p.barrier);
     }
-    replay_paused_ = false;
-    replay_epoch_ = 0;
-    replay_g_ = {};
   }
+  replayer_.ResumeAfterLeading(was_open ? &prefix : nullptr);
   for (auto& s : lstreams_) {
     s->log.clear();
     s->c_end = s->next_index = s->log_start = 0;
@@ -947,30 +912,8 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
   if (r.ok) {
     if (m.decided) LearnRecord(m.decided);
     LearnLeader(m.epoch, m.from, m.leader_client_address);
-    {
-      std::lock_guard<std::mutex> g(rmu_);
-      if (m.epoch > replay_epoch_ && !replay_paused_) {
-        // A new leader: it re-proposed what was chosen at ballot m.epoch;
-        // heads not yet started may be values that were never chosen.
-        replay_epoch_ = m.epoch;
-        replay_g_ = {};
-        replay_record_ = m.decided;
-        for (auto& rs : rstreams_) {
-          if (rs->batch && rs->pos == 0 && rs->skip == 0) {
-            rs->batch.reset();
-            rs->txns.clear();
-          }
-        }
-      }
-      if (m.epoch == replay_epoch_ && m.commit_watermark > replay_g_) replay_g_ = m.commit_watermark;
-      replay_kick_ = true;
-      // An open leader (its G is set once it opened) is alive.
-      if (m.commit_watermark.epoch == m.epoch) {
-        member_.NoteLeaderContact();
-      }
-    }
-    replay_cv_.notify_one();
-    uint64_t replayed = replayed_next_[t].load(std::memory_order_acquire);
+    replayer_.OnAccepted(m);
+    uint64_t replayed = replayer_.replayed_next(t);
     if (m.compact_below > r.first_slot + opts_.compact_every && replayed > r.first_slot) {
       if (DecidedPtr d = Latest()) acceptor_.Compact(t, std::min(m.compact_below, replayed), d->record);
       r.first_slot = acceptor_.first_slot(t);
@@ -987,7 +930,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
       catch_cv_.notify_all();
     }
   }
-  r.replayed_next = replayed_next_[t].load(std::memory_order_acquire);
+  r.replayed_next = replayer_.replayed_next(t);
   return r;
 }
 
@@ -1058,160 +1001,6 @@ void Replica::StartStateTransfer() {
   member_.needs_transfer.store(true);
   if (member_.role.load() != Role::kLeader) member_.role.store(Role::kCatchingUp);
   catch_cv_.notify_all();
-}
-
-// ---------------------------------------------------------------------------
-// Follower: replay.
-
-void Replica::ReplayLoop() {
-  NameThisThread("rolis-replay");
-  std::unique_lock<std::mutex> lk(rmu_);
-  bool idle_quiesced = false;
-  auto last_horizon = SteadyClock::now();
-  while (!member_.stopping.load()) {
-    replay_cv_.wait_for(lk, kReplayIdleWait, [&] { return replay_kick_ || member_.stopping.load(); });
-    replay_kick_ = false;
-    if (member_.stopping.load() || replay_paused_ || !db_ || !replay_worker_) continue;
-    bool progress = ReplayOnce();
-    if (progress) {
-      idle_quiesced = false;
-      replay_kick_ = true;  // more may be ready: go on after letting others in
-      lk.unlock();
-      std::this_thread::yield();
-      lk.lock();
-    } else if (!idle_quiesced) {
-      // The engine's snapshot (read-only transactions) and reclamation wait
-      // for every worker that is inside an epoch.
-      replay_worker_->Quiesce();
-      idle_quiesced = true;
-    }
-    if (SteadyClock::now() - last_horizon > std::chrono::milliseconds(50)) {
-      LogKey r = ReplayedKeyLocked();
-      if (r.epoch > 0) db_->SetReplayHorizon(r.epoch, r.ts);
-      last_horizon = SteadyClock::now();
-    }
-  }
-}
-
-LogKey Replica::ReplayedKeyLocked() const {
-  if (replay_epoch_ == 0) {
-    LogKey k{UINT64_MAX, UINT64_MAX};
-    for (const auto& rs : rstreams_) k = std::min(k, rs->consumed);
-    return k.epoch == UINT64_MAX ? LogKey{} : k;
-  }
-  LogKey k = replay_g_;
-  for (const auto& rs : rstreams_) {
-    // A stream whose next item is above G has applied all of its own up to G.
-    if (rs->beyond > replay_g_) continue;
-    if (rs->batch && rs->pos < rs->txns.size() && LogKey{rs->batch->epoch, rs->txns.ts(rs->pos)} > replay_g_) continue;
-    k = std::min(k, rs->consumed);
-  }
-  return k;
-}
-
-bool Replica::ReplayOnce() {
-  const uint64_t E = replay_epoch_;
-  if (E == 0 || !replay_record_) return false;
-  const LogKey G = replay_g_;
-  const EpochRecord& rec = replay_record_->record;
-  bool progress = false;
-  // Fill every stream's head: pass no-ops, barriers and empty batches at or
-  // below G; stop at a missing slot (or one not yet at ballot E).
-  auto fill = [&](uint32_t t) {
-    RStream& rs = *rstreams_[t];
-    rs.blocked = false;
-    rs.beyond = {};
-    for (;;) {
-      if (rs.batch) {
-        if (rs.pos < rs.txns.size()) return;
-        AdvanceReach(Slot{rs.cursor, E, rs.batch}, rec, &rs.reach, &rs.barrier);
-        rs.batch.reset();
-        rs.txns.clear();
-        rs.pos = 0;
-        rs.cursor++;
-        replayed_next_[t].store(rs.cursor, std::memory_order_release);
-        progress = true;
-        continue;
-      }
-      Slot s;
-      if (!acceptor_.Get(t, rs.cursor, &s) || s.ballot != E) {
-        rs.blocked = true;
-        return;
-      }
-      const Batch& b = *s.value;
-      if (b.kind == BatchKind::kNoop) {
-        AdvanceReach(s, rec, &rs.reach, &rs.barrier);
-        rs.cursor++;
-        replayed_next_[t].store(rs.cursor, std::memory_order_release);
-        progress = true;
-        continue;
-      }
-      LogKey key = b.key();
-      if (b.kind == BatchKind::kBarrier || b.txn_count == 0) {
-        if (key > G) {
-          rs.beyond = key;
-          return;
-        }
-        rs.consumed = std::max(rs.consumed, key);
-        AdvanceReach(s, rec, &rs.reach, &rs.barrier);
-        rs.cursor++;
-        replayed_next_[t].store(rs.cursor, std::memory_order_release);
-        progress = true;
-        continue;
-      }
-      if (!DecodeBatch(b.payload, b.txn_count, b.last_ts, &rs.txns).ok()) {
-        rs.blocked = true;  // validated on arrival; cannot happen
-        return;
-      }
-      rs.batch = s.value;
-      rs.pos = std::min(rs.skip, rs.txns.size());
-      rs.skip = 0;
-    }
-  };
-  for (uint32_t t = 0; t < opts_.streams; t++) fill(t);
-  // Merge by key: apply the smallest head while it is at or below G and no
-  // blocked stream could still hold something smaller. The applied set stays
-  // a prefix of the key order, so the store is a consistent state.
-  for (int n = 0; n < kReplayTxnsPerHold; n++) {
-    int best = -1;
-    LogKey bk{};
-    for (uint32_t t = 0; t < opts_.streams; t++) {
-      RStream& rs = *rstreams_[t];
-      if (!rs.batch || rs.pos >= rs.txns.size()) continue;
-      LogKey k{rs.batch->epoch, rs.txns.ts(rs.pos)};
-      if (best < 0 || k < bk) {
-        best = static_cast<int>(t);
-        bk = k;
-      }
-    }
-    if (best < 0 || bk > G) break;
-    bool safe = true;
-    for (uint32_t t = 0; t < opts_.streams && safe; t++) {
-      const RStream& rs = *rstreams_[t];
-      if (static_cast<int>(t) != best && rs.blocked && rs.consumed < bk) safe = false;
-    }
-    if (!safe) break;
-    RStream& rs = *rstreams_[best];
-    // Queued in key order and applied in groups (replay_apply.h); all of
-    // it is applied before this call returns, under rmu_, so what the
-    // cursors and `consumed` say is in the store when anyone reads them.
-    if (IsValid(rec, bk)) applier_->Add(rs.txns.writes(rs.pos), rs.batch->epoch, bk.ts);
-    rs.consumed = std::max(rs.consumed, bk);
-    rs.pos++;
-    progress = true;
-    if (rs.pos >= rs.txns.size()) {
-      applier_->Flush();  // fill() drops the batch the queued writes point into
-      fill(best);
-    }
-  }
-  applier_->Flush();
-  if (applier_->TakeDiverged()) {
-    // Its store no longer follows the log: it must not serve, vote for
-    // itself or send snapshots until a state transfer replaces it.
-    std::fprintf(stderr, "rolis-repl %u: replay found the store diverged from the log: state transfer\n", opts_.id);
-    StartStateTransfer();
-  }
-  return progress;
 }
 
 PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
@@ -1446,9 +1235,9 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
 
   // This member's store must hold every compacted entry (it replays the rest).
   for (uint32_t t = 0; t < opts_.streams; t++) {
-    if (replayed_next_[t].load() < bases[t].first_slot) {
+    if (replayer_.replayed_next(t) < bases[t].first_slot) {
       return fail(Status::FailedPrecondition("this member has replayed stream " + std::to_string(t) + " up to slot " +
-                                             std::to_string(replayed_next_[t].load()) + " but a member compacted up to " +
+                                             std::to_string(replayer_.replayed_next(t)) + " but a member compacted up to " +
                                              std::to_string(bases[t].first_slot) + ": choose another candidate"));
     }
   }
@@ -1667,36 +1456,9 @@ Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
   }
   // The new leader's state: replay of the valid entries at or below G'.
   {
-    std::lock_guard<std::mutex> g(rmu_);
-    replay_paused_ = false;
-    replay_epoch_ = e;
-    replay_g_ = record.watermark;
-    replay_record_ = dec;
-    for (auto& rs : rstreams_) {
-      if (rs->batch && rs->pos == 0 && rs->skip == 0) {
-        rs->batch.reset();
-        rs->txns.clear();
-      }
-    }
-    if (db_ && replay_worker_) {
-      while (ReplayOnce()) {
-      }
-      replay_worker_->Quiesce();
-    }
-    for (uint32_t t = 0; t < opts_.streams; t++) {
-      RStream& rs = *rstreams_[t];
-      const Slot& barrier = pending->repropose[t].back();
-      // Replay stopped at the first entry above G' (or at the barrier): what
-      // is left before the barrier is above G', void under the new record.
-      AdvanceReach(barrier, dec->record, &rs.reach, &rs.barrier);
-      rs.cursor = barrier.index + 1;
-      rs.batch.reset();
-      rs.txns.clear();
-      rs.pos = rs.skip = 0;
-      rs.consumed = std::max(rs.consumed, LogKey{e, 0});
-      replayed_next_[t].store(rs.cursor);
-    }
-    replay_paused_ = true;  // a leader's store is its own
+    std::vector<Slot> barriers;
+    for (uint32_t t = 0; t < opts_.streams; t++) barriers.push_back(pending->repropose[t].back());
+    replayer_.ReplayForOpening(dec, barriers);
   }
   member_.Know(member_.ConfigOf(dec));
   {
@@ -2001,23 +1763,16 @@ SnapshotReply Replica::FollowerSnapshot() {
   {
     // Replay pauses while the snapshot is fixed: the store then holds exactly
     // the transactions replay applied (a prefix of the key order).
-    std::lock_guard<std::mutex> g(rmu_);
-    if (replay_epoch_ == 0 || replay_paused_ || !replay_record_) {
+    auto hold = replayer_.Hold();
+    if (!replayer_.FollowingLocked()) {
       r.error = "not following an open leader";
       return r;
     }
-    r.at = ReplayedKeyLocked();
-    r.leader_epoch = replay_epoch_;
+    replayer_.SnapshotPositionLocked(&r);
     r.decided = Latest();
-    for (const auto& rs : rstreams_) {
-      r.next_slot.push_back(rs->cursor);
-      r.skip.push_back(rs->batch ? rs->pos : rs->skip);
-      r.stream_key.push_back(rs->reach);
-      r.stream_barrier.push_back(rs->barrier);
-    }
     // A read-only transaction sees the engine's snapshot epoch: wait until
     // it covers every write replay made.
-    replay_worker_->Quiesce();
+    replayer_.QuiesceLocked();
     if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
       r.error = "the engine's snapshot epoch does not advance";
       return r;
@@ -2096,8 +1851,8 @@ SnapshotReply Replica::LeaderSnapshot() {
     r.at = g_;
     r.leader_epoch = E;
     r.decided = ldecided_ ? ldecided_ : Latest();
-    std::lock_guard<std::mutex> g(rmu_);
-    if (replay_worker_) replay_worker_->Quiesce();  // it last replayed as a follower
+    auto hold = replayer_.Hold();
+    replayer_.QuiesceLocked();  // it last replayed as a follower
     for (uint32_t t = 0; t < opts_.streams; t++) {
       const LStream& s = *lstreams_[t];
       LogKey reach;
@@ -2105,8 +1860,8 @@ SnapshotReply Replica::LeaderSnapshot() {
       WalkReachBelow(s, s.c_end, &reach, &barrier);
       r.next_slot.push_back(s.c_end);
       r.skip.push_back(0);
-      r.stream_key.push_back(std::max(reach, rstreams_[t]->reach));
-      r.stream_barrier.push_back(std::max(barrier, rstreams_[t]->barrier));
+      r.stream_key.push_back(std::max(reach, replayer_.StreamReachLocked(t)));
+      r.stream_barrier.push_back(std::max(barrier, replayer_.StreamBarrierLocked(t)));
     }
   }
   // An open client transaction holds the engine's snapshot epoch back, and
@@ -2346,16 +2101,16 @@ Status Replica::TransferState() {
   //    every local key it lacks, installed with the snapshot's key (above
   //    anything a deposed epoch left here, below everything replayed next).
   {
-    std::lock_guard<std::mutex> g(rmu_);
-    replay_paused_ = true;
+    auto hold = replayer_.Hold();
+    replayer_.SetPausedLocked(true);
     std::set<std::pair<TableId, std::string>> in_snapshot;
     for (const SnapshotWrite& w : snap.writes) in_snapshot.insert({w.table, w.key});
     std::vector<std::pair<TableId, std::string>> stale;
     {
       std::lock_guard<std::mutex> sg(snap_mu_);
-      replay_worker_->Quiesce();
+      replayer_.QuiesceLocked();
       if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
-        replay_paused_ = false;
+        replayer_.SetPausedLocked(false);
         return Unavailable("the engine's snapshot epoch does not advance (a worker stays inside a transaction)");
       }
       auto txn = snapshot_worker_->BeginReadOnly();
@@ -2374,28 +2129,14 @@ Status Replica::TransferState() {
     }
     for (const auto& [table, key] : stale) {
       WriteRecord w{table, key, {}, true};
-      (void)db_->ApplyReplicated(replay_worker_.get(), w, snap.at.epoch, snap.at.ts);
+      (void)db_->ApplyReplicated(replayer_.worker_locked(), w, snap.at.epoch, snap.at.ts);
     }
     for (const SnapshotWrite& sw : snap.writes) {
       WriteRecord w{sw.table, sw.key, sw.value, false};
-      (void)db_->ApplyReplicated(replay_worker_.get(), w, snap.at.epoch, snap.at.ts);
+      (void)db_->ApplyReplicated(replayer_.worker_locked(), w, snap.at.epoch, snap.at.ts);
     }
-    replay_worker_->Quiesce();
-    for (uint32_t t = 0; t < opts_.streams; t++) {
-      RStream& rs = *rstreams_[t];
-      rs.cursor = snap.next_slot[t];
-      rs.skip = snap.skip[t];
-      rs.batch.reset();
-      rs.txns.clear();
-      rs.pos = 0;
-      rs.consumed = snap.at;
-      rs.reach = snap.stream_key[t];
-      rs.barrier = snap.stream_barrier[t];
-      replayed_next_[t].store(rs.cursor);
-    }
-    replay_epoch_ = 0;
-    replay_g_ = {};
-    replay_record_ = nullptr;
+    replayer_.QuiesceLocked();
+    replayer_.RestartAfterSnapshotLocked(snap);
     acceptor_.Reset(adopted, max_promised);
     if (newest && control_.Learn(newest)) member_.Know(member_.ConfigOf(newest));
     // The control stream's votes of the instance in progress, likewise.
@@ -2410,10 +2151,9 @@ Status Replica::TransferState() {
       }
     }
     control_.Adopt(vote);
-    replay_paused_ = false;
-    replay_kick_ = true;  // the log after the snapshot may be here already
+    replayer_.ResumeLocked();  // the log after the snapshot may be here already
   }
-  replay_cv_.notify_one();
+  replayer_.Notify();
   {
     std::lock_guard<std::mutex> g(lmu_);
     deposed_epoch_ = deposed_max_ts_ = 0;
@@ -2467,17 +2207,7 @@ ReplicaStatus Replica::GetStatus() const {
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> g(rmu_);
-    if (!leading) {
-      st.watermark = replay_g_;
-      st.replayed = ReplayedKeyLocked();
-      for (uint32_t t = 0; t < opts_.streams; t++) {
-        st.streams[t].replayed_key = rstreams_[t]->consumed;
-        st.streams[t].committed_slot = rstreams_[t]->cursor;
-      }
-    }
-  }
+  if (!leading) replayer_.FillStatus(&st);
   for (uint32_t t = 0; t < opts_.streams; t++) {
     st.streams[t].first_slot = acceptor_.first_slot(t);
     st.streams[t].next_slot = acceptor_.next_slot(t);

@@ -36,6 +36,7 @@
 #include "member_calls.h"
 #include "member_state.h"
 #include "membership.h"
+#include "replayer.h"
 #include "replay_apply.h"
 #include "rolis/db.h"
 #include "spsc.h"
@@ -222,7 +223,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
  private:
   struct PeerState;
   struct LStream;
-  struct RStream;
   struct Pending;
   struct Waiter {
     uint64_t ts;
@@ -265,9 +265,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
   bool DrainLeader(std::chrono::milliseconds timeout);
 
   // Follower.
-  void ReplayLoop();
-  bool ReplayOnce();  // under rmu_; true if it made progress
-  LogKey ReplayedKeyLocked() const;
   void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
   // After this member's pending candidacy was dropped: a candidate becomes a
   // follower (catching up if it holds discarded commits).
@@ -302,8 +299,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
   TsClock clock_;
   std::atomic<uint64_t> base_upper_{UINT64_MAX};
   Database* db_ = nullptr;
-  std::unique_ptr<Worker> replay_worker_;    // used under rmu_
-  std::unique_ptr<ReplayApplier> applier_;   // on replay_worker_, under rmu_
   std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
   std::mutex snap_mu_;
   std::vector<std::mutex*> worker_mu_;
@@ -314,13 +309,14 @@ class Replica final : public CommitHook, public ReplicaHandler {
   MemberState member_;
   MemberCalls calls_;
   Acceptor acceptor_;
+  Replayer replayer_;
   ControlAcceptor control_;
 
   std::atomic<uint64_t> state_transfers_{0};
   std::atomic<uint64_t> leader_snapshots_{0};
   std::atomic<uint64_t> flow_wait_nanos_{0};  // workers waiting for room in their ring
 
-  // Lock order: op_mu_, lmu_, rmu_, then one leaf (pending_mu_, the member state's).
+  // Lock order: op_mu_, lmu_, the replayer's, then one leaf (pending_mu_, the member state's).
   std::mutex pending_mu_;  // a leaf: pending_
   std::mutex op_mu_;  // one admin failover step at a time
   std::mutex ctl_mu_;  // one control-stream proposal at a time
@@ -365,33 +361,14 @@ class Replica final : public CommitHook, public ReplicaHandler {
   }
   static constexpr size_t kWakeBacklog = 4;  // closed batches waiting that wake a fast-ticking loop
   static constexpr uint32_t kTimeoutCheckEvery = 8;  // commits between a worker's checks of its batch's age
-  // Transactions one ReplayOnce applies while it holds rmu_, which an
-  // incoming accept also takes: 4096 TPC-C transactions held it ~30 ms and
-  // delayed the acknowledgements (the leader's worker fell behind).
-  static constexpr int kReplayTxnsPerHold = 256;
-  // The replay loop runs when kicked (an accept, a new G, a state transfer
-  // done); without a kick it wakes this often, to refresh the replay
-  // horizon. (A 5 ms poll woke every idle member 200 times a second.)
-  static constexpr std::chrono::milliseconds kReplayIdleWait{50};
   // A resting leader's loop ticks at most this far apart (its heartbeats
   // are idle_heartbeat apart; a commit or a read wakes it at once).
   static constexpr std::chrono::milliseconds kMaxRestTick{25};
   std::atomic<bool> resting_{false};  // the loop ticks slowly: a batch's first commit wakes it
 
-  // Replay state (rmu_).
-  mutable std::mutex rmu_;
-  std::condition_variable replay_cv_;
-  bool replay_kick_ = false;
-  bool replay_paused_ = false;  // while this member leads (its state is its own)
-  uint64_t replay_epoch_ = 0;  // epoch of the leader whose G we replay to
-  LogKey replay_g_{};
-  DecidedPtr replay_record_;
-  std::vector<std::unique_ptr<RStream>> rstreams_;
-  std::unique_ptr<std::atomic<uint64_t>[]> replayed_next_;  // per stream, read lock-free by Accept replies
-
   std::mutex catch_mu_;
   std::condition_variable catch_cv_;
-  std::thread leader_thread_, replay_thread_, catch_thread_;
+  std::thread leader_thread_, catch_thread_;
   bool started_ = false;
 };
 
