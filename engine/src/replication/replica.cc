@@ -49,9 +49,14 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
       member_(opts_.id, InitialMembers(opts_), transport),
       calls_(&member_, transport, this, opts_.rpc_timeout),
       acceptor_(opts_.streams),
-      replayer_(opts_.streams, &member_, &acceptor_, [this] { StartStateTransfer(); }),
+      replayer_(opts_.streams, &member_, &acceptor_, [this] { transfer_.Request(); }),
       leader_(opts_, OrMonotonic(std::move(clock)), &member_, &acceptor_, transport, &replayer_,
-              [this] { CheckDeposed(); }) {
+              [this] { CheckDeposed(); }),
+      snapshots_(&member_, &replayer_, &leader_, &control_),
+      transfer_(opts_, &member_, &calls_, transport, &acceptor_, &control_, &replayer_, &leader_, &snapshots_,
+                [this](const DecidedPtr& newest) {
+                  if (newest && newest->leader_id != opts_.id) LearnLeader(newest->record.epoch, newest->leader_id, "");
+                }) {
   if (opts_.probe_at_start && opts_.members.size() > 1) {
     member_.voting.store(false);
     member_.role.store(Role::kCatchingUp);
@@ -65,7 +70,8 @@ void Replica::Attach(Database* db, std::vector<std::mutex*> worker_mutexes) {
   db_ = db;
   leader_.Attach(db, std::move(worker_mutexes));
   replayer_.Attach(db_);
-  snapshot_worker_ = db_->RegisterWorker();
+  snapshots_.Attach(db_);
+  transfer_.Attach(db_);
 }
 
 void Replica::RegisterStream(WorkerId worker, uint32_t stream) { leader_.RegisterStream(worker, stream); }
@@ -76,7 +82,7 @@ void Replica::Start() {
   transport_->Start();
   leader_.Start();
   replayer_.Start();
-  catch_thread_ = std::thread([this] { CatchUpLoop(); });
+  transfer_.Start();
 }
 
 void Replica::Stop() {
@@ -84,15 +90,14 @@ void Replica::Stop() {
   transport_->Stop();
   leader_.Wake();
   replayer_.Wake();
-  catch_cv_.notify_all();
+  transfer_.Wake();
   leader_.Join();
   replayer_.Join();
-  if (catch_thread_.joinable()) catch_thread_.join();
+  transfer_.Join();
   calls_.Drain();  // calls still running end by their deadline
   leader_.Shutdown();
   replayer_.ReleaseWorker();
-  std::lock_guard<std::mutex> g2(snap_mu_);
-  snapshot_worker_.reset();
+  snapshots_.ReleaseWorker();
 }
 
 uint64_t Replica::epoch() const { return member_.leader().epoch; }
@@ -179,7 +184,7 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
       std::fprintf(stderr, "rolis-repl %u: behind the leader's log on stream %u (at %lu, log starts at %lu): "
                    "state transfer\n", opts_.id, t, static_cast<unsigned long>(replayed),
                    static_cast<unsigned long>(m.log_start));
-      catch_cv_.notify_all();
+      transfer_.Wake();
     }
   }
   r.replayed_next = replayer_.replayed_next(t);
@@ -222,19 +227,13 @@ void Replica::OnNewRecord(const DecidedPtr& d) {
   const bool dirty_now = !leader_.DeposedCommitsSurvive(d);
   if (dirty_now) member_.dirty.store(true);
   if (member_.dirty.load()) {
-    StartStateTransfer();
+    transfer_.Request();
   } else if (member_.role.load() == Role::kCatchingUp && member_.voting.load() && !member_.needs_transfer.load()) {
     member_.role.store(Role::kFollower);
   }
   if (d->leader_id != opts_.id) LearnLeader(d->record.epoch, d->leader_id, "");
 }
 
-void Replica::StartStateTransfer() {
-  member_.dirty.store(true);
-  member_.needs_transfer.store(true);
-  if (member_.role.load() != Role::kLeader) member_.role.store(Role::kCatchingUp);
-  catch_cv_.notify_all();
-}
 
 PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
   PromiseReply r;
@@ -440,7 +439,7 @@ Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided,
     if (it == plan.record.cut.end() || it->second < my_max) {
       member_.dirty.store(true);
       member_.needs_transfer.store(true);
-      catch_cv_.notify_all();
+      transfer_.Wake();
       return fail(Status::FailedPrecondition("this member led epoch " + std::to_string(my_led) +
                                              " and holds commits beyond the new cut: choose another candidate"));
     }
@@ -795,406 +794,6 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
 }
 
 // ---------------------------------------------------------------------------
-// State transfer.
-
-SnapshotReply Replica::HandleSnapshot(const SnapshotMsg& m) {
-  if (member_.role.load() == Role::kLeader) return LeaderSnapshot();
-  return FollowerSnapshot();
-}
-
-bool Replica::AwaitEngineSnapshot(std::chrono::milliseconds limit) {
-  const uint64_t e0 = db_->Stats().current_epoch;
-  const auto deadline = SteadyClock::now() + limit;
-  while (db_->Stats().snapshot_epoch < e0) {
-    if (SteadyClock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
-
-Status Replica::ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out) {
-  for (TableId id = 0;; id++) {
-    Table* table = nullptr;
-    if (!db_->GetTable(id, &table).ok()) break;
-    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view v) {
-      out->push_back(SnapshotWrite{id, std::string(k), std::string(v)});
-      return true;
-    });
-    if (!s.ok()) {
-      out->clear();
-      return Status(s.code(), "scan: " + s.message());
-    }
-  }
-  return Status::OK();
-}
-
-SnapshotReply Replica::FollowerSnapshot() {
-  SnapshotReply r;
-  if (!member_.voting.load() || member_.dirty.load() || member_.needs_transfer.load() || member_.role.load() != Role::kFollower || !db_) {
-    r.error = "not a caught-up follower";
-    return r;
-  }
-  std::lock_guard<std::mutex> sg(snap_mu_);
-  std::unique_ptr<Transaction> txn;
-  {
-    // Replay pauses while the snapshot is fixed: the store then holds exactly
-    // the transactions replay applied (a prefix of the key order).
-    auto hold = replayer_.Hold();
-    if (!replayer_.FollowingLocked()) {
-      r.error = "not following an open leader";
-      return r;
-    }
-    replayer_.SnapshotPositionLocked(&r);
-    r.decided = Latest();
-    // A read-only transaction sees the engine's snapshot epoch: wait until
-    // it covers every write replay made.
-    replayer_.QuiesceLocked();
-    if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
-      r.error = "the engine's snapshot epoch does not advance";
-      return r;
-    }
-    txn = snapshot_worker_->BeginReadOnly();
-  }
-  Status s = ScanStore(txn.get(), &r.writes);
-  (void)txn->Commit();
-  txn.reset();
-  snapshot_worker_->Quiesce();
-  if (!s.ok()) {
-    r.error = s.message();
-    return r;
-  }
-  r.ok = true;
-  return r;
-}
-
-SnapshotReply Replica::LeaderSnapshot() {
-  // Only when no caught-up follower can give one (a member asks the leader
-  // last): in a cluster of three, one member down and the other leading.
-  // Writes pause while it is fixed: every worker is held, its batch closed,
-  // and heartbeats sent until G covers every commit of the epoch. The store
-  // then holds exactly the slots below each stream's majority-accepted end,
-  // every one of them chosen, which is what a caught-up follower's holds.
-  SnapshotReply r;
-  if (!db_) {
-    r.error = "no engine attached";
-    return r;
-  }
-  std::lock_guard<std::mutex> sg(snap_mu_);
-  std::unique_ptr<HeldWorkers> held;
-  if (std::string err = leader_.HoldForSnapshot(&r, &held); !err.empty()) {
-    r = SnapshotReply{};
-    r.error = err;
-    return r;
-  }
-  if (!r.decided) r.decided = Latest();
-  auto release = [&] { held->Release(); };
-  auto fail = [&](const std::string& why) {
-    release();
-    r = SnapshotReply{};
-    r.error = "the leader's snapshot: " + why;
-    return r;
-  };
-  // An open client transaction holds the engine's snapshot epoch back, and
-  // with its worker held it cannot end: under interactive load there is
-  // nearly always one (a deposed leader waited 15 s to 30 s+ for a moment
-  // without). They are aborted, as a failover would (clients retry), and the
-  // held workers quiesced (an idle one still publishes its last epoch).
-  const size_t aborted = unpin_snapshot_epoch_ ? unpin_snapshot_epoch_() : 0;
-  if (!AwaitEngineSnapshot(std::chrono::milliseconds(250))) {
-    return fail("the engine's snapshot epoch does not advance");
-  }
-  std::unique_ptr<Transaction> txn = snapshot_worker_->BeginReadOnly();
-  release();  // later commits are in later engine epochs: the snapshot does not see them
-  std::vector<SnapshotWrite> writes;
-  Status s = ScanStore(txn.get(), &writes);
-  (void)txn->Commit();
-  txn.reset();
-  snapshot_worker_->Quiesce();
-  if (!s.ok()) {
-    r = SnapshotReply{};
-    r.error = "the leader's snapshot: " + s.message();
-    return r;
-  }
-  r.writes = std::move(writes);
-  r.ok = true;
-  leader_snapshots_.fetch_add(1);
-  std::fprintf(stderr,
-               "rolis-repl %u: served a snapshot of %zu keys at %s (no caught-up follower could; %zu open "
-               "transactions aborted)\n",
-               opts_.id, r.writes.size(), KeyStr(r.at).c_str(), aborted);
-  return r;
-}
-
-void Replica::CatchUpLoop() {
-  NameThisThread("rolis-catch-up");
-  int failures = 0;
-  // A member that cannot catch up says why, once it has tried for a while
-  // (at start the others may just not be listening yet) and then now and then.
-  const auto first_report = std::chrono::seconds(2), report_every = std::chrono::seconds(10);
-  SteadyClock::time_point failing_since{}, reported{};
-  while (!member_.stopping.load()) {
-    bool work = !member_.voting.load() || member_.needs_transfer.load();
-    if (work) {
-      Status s = !member_.voting.load() ? Probe() : TransferState();
-      const auto now = SteadyClock::now();
-      if (s.ok()) {
-        failures = 0;
-        failing_since = {};
-        continue;
-      }
-      failures = std::min(failures + 1, 10);
-      if (failing_since == SteadyClock::time_point{}) failing_since = reported = now;
-      if (now - failing_since >= first_report && (reported == failing_since || now - reported >= report_every)) {
-        reported = now;
-        std::fprintf(stderr,
-                     "rolis-repl %u: not voting yet, catching up for %lld s: %s (it counts toward a majority only "
-                     "once it has; `rolisctl status` shows which members are up)\n",
-                     opts_.id,
-                     static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - failing_since).count()),
-                     s.message().c_str());
-      }
-    }
-    std::unique_lock<std::mutex> lk(catch_mu_);
-    // A probe retries sooner: at a new cluster's start the others come up
-    // within moments, and a member that has not decided by the first
-    // election must then catch up by a state transfer. A transfer (which
-    // may have had a follower scan its whole store) retries more slowly.
-    const int step_ms = member_.voting.load() || member_.needs_transfer.load() ? 50 : 20;
-    auto wait = work ? std::chrono::milliseconds(step_ms * (1 + failures)) : std::chrono::milliseconds(200);
-    catch_cv_.wait_for(lk, wait, [&] { return member_.stopping.load(); });
-  }
-}
-
-Status Replica::Probe() {
-  // Did this member restart empty (the others know more than it does), or
-  // is the whole cluster new? It decides only when it knows: a member that
-  // forgot its votes must not vote before it catches up.
-  PromiseMsg pm;
-  pm.from = opts_.id;
-  pm.peek = true;
-  const size_t need_virgin = std::min<size_t>(member_.peers().size(), majority());
-  auto replies = calls_.PromiseAll(pm, false, [need_virgin](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
-    size_t v = 0;
-    for (const auto& [id, r] : rs) {
-      if (r.virgin) v++;
-      else if (!r.amnesic) return true;
-    }
-    return v >= need_virgin;
-  });
-  size_t virgin = 0;
-  bool others_know = false;
-  for (auto& [id, r] : replies) {
-    if (r.virgin) {
-      virgin++;
-    } else if (!r.amnesic) {
-      others_know = true;
-    }
-  }
-  if (others_know) {
-    // This member restarted empty, or started after the cluster's first
-    // election: either way it may not vote before a state transfer.
-    member_.needs_transfer.store(true);
-    Status s = TransferState();
-    if (!s.ok()) return Status(s.code(), "the others hold state this member lacks, and its state transfer failed: " + s.message());
-    return s;
-  }
-  if (virgin >= std::min<size_t>(member_.peers().size(), majority())) {
-    member_.voting.store(true);
-    member_.role.store(Role::kFollower);
-    std::fprintf(stderr, "rolis-repl %u: new cluster (%zu other members have no state): voting\n", opts_.id, virgin);
-    return Status::OK();
-  }
-  return Unavailable(std::to_string(replies.size()) + " of the " +
-                     std::to_string(member_.peers().size()) + " other members answered its probe (" + std::to_string(virgin) +
-                     " without state; " + std::to_string(need_virgin) + " needed to call the cluster new)");
-}
-
-Status Replica::TransferState() {
-  if (!db_) return Status::FailedPrecondition("no engine attached");
-  DecidedPtr known = Latest();
-  uint64_t my_epoch = 0;
-  {
-    if (!leader_.Idle(&my_epoch)) return Status::FailedPrecondition("leading");
-  }
-  // The votes of a majority of the configuration in force (membership.h):
-  // this member adopts them, so whatever it voted for before it lost its
-  // memory is still counted. A member that did not lose it (it kept voting:
-  // a deposed leader whose commits did not survive, or a follower left
-  // behind the leader's log) counts its own.
-  struct Votes {
-    std::vector<MemberAddr> cfg;
-    bool self = false;
-    size_t need = 0;
-    std::vector<std::pair<uint32_t, PromiseReply>> replies;
-    std::vector<const PromiseReply*> oks;  // into replies
-  };
-  auto read_votes = [&](const DecidedPtr& record, Votes* v) -> Status {
-    v->cfg = member_.ConfigOf(record);
-    member_.Know(v->cfg);
-    v->self = member_.voting.load() && Contains(v->cfg, opts_.id);
-    std::set<uint32_t> voters;
-    for (const MemberAddr& m : v->cfg) {
-      if (m.id != opts_.id || v->self) voters.insert(m.id);
-    }
-    v->need = std::min(MajorityOf(v->cfg.size()), voters.size());
-    PromiseMsg pm;
-    pm.from = opts_.id;
-    pm.peek = true;
-    const size_t need = v->need;
-    v->replies = calls_.PromiseAll(pm, v->self, [need, &voters](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
-      size_t ok = 0;
-      for (const auto& [id, r] : rs) ok += r.ok && !r.amnesic && voters.count(id);
-      return ok >= need;
-    });
-    v->oks.clear();
-    for (auto& [id, r] : v->replies) {
-      if (r.ok && !r.amnesic && voters.count(id)) v->oks.push_back(&r);
-    }
-    if (v->oks.size() >= v->need) return Status::OK();
-    return Unavailable("state transfer: it adopts the votes of " + std::to_string(v->need) + " members of " +
-                       MembersString(v->cfg) + (v->self ? " (itself included)" : " other than itself") + ", " +
-                       std::to_string(v->oks.size()) + " answered");
-  };
-  // 0. Only if those votes can be had is a snapshot worth asking for (the
-  //    leader's pauses its writes).
-  {
-    Votes first;
-    if (Status s = read_votes(known, &first); !s.ok()) return s;
-  }
-  // 1. A snapshot from a caught-up follower; from the leader only when none
-  //    can give one.
-  SnapshotReply snap;
-  bool got = false;
-  std::string why;
-  std::vector<uint32_t> sources = member_.peers();
-  const uint32_t leader_id = member_.leader().id;
-  std::stable_partition(sources.begin(), sources.end(), [leader_id](uint32_t p) { return p != leader_id; });
-  for (uint32_t p : sources) {
-    SnapshotMsg sm;
-    sm.from = opts_.id;
-    SnapshotReply r;
-    Status s = transport_->Snapshot(p, sm, &r, opts_.rpc_timeout * 5);
-    if (!s.ok() || !r.ok) {
-      why += " member " + std::to_string(p) + ": " + (s.ok() ? r.error : s.message()) + ";";
-      continue;
-    }
-    // A store that led an epoch holds commits of it: the snapshot must be of
-    // a later epoch so that its writes win over them.
-    if (r.at.epoch <= my_epoch) {
-      why += " member " + std::to_string(p) + ": snapshot of epoch " + std::to_string(r.at.epoch) + " not past " +
-             std::to_string(my_epoch) + ";";
-      continue;
-    }
-    if (r.next_slot.size() != opts_.streams) {
-      why += " member " + std::to_string(p) + ": snapshot of another number of streams;";
-      continue;
-    }
-    snap = std::move(r);
-    got = true;
-    break;
-  }
-  if (!got) {
-    if (!why.empty() && why.back() == ';') why.pop_back();
-    return Unavailable("no snapshot:" + why);
-  }
-  // 2. The votes again, after the snapshot, so that they cover every slot
-  //    after it.
-  Votes votes;
-  if (Status s = read_votes(IsBetterDecided(snap.decided, known) ? snap.decided : known, &votes); !s.ok()) return s;
-  const std::vector<const PromiseReply*>& oks = votes.oks;
-  uint64_t max_promised = 0;
-  DecidedPtr newest = snap.decided;
-  for (const PromiseReply* r : oks) {
-    max_promised = std::max(max_promised, r->promised_epoch);
-    if (IsBetterDecided(r->decided, newest)) newest = r->decided;
-  }
-  std::vector<StreamSlots> adopted(opts_.streams);
-  for (uint32_t t = 0; t < opts_.streams; t++) {
-    adopted[t].first_slot = snap.next_slot[t];
-    adopted[t].base_key = snap.stream_key[t];
-    adopted[t].base_barrier = snap.stream_barrier[t];
-    std::map<uint64_t, Slot> best;
-    for (const PromiseReply* r : oks) {
-      if (t >= r->streams.size()) continue;
-      for (const Slot& s : r->streams[t].slots) {
-        if (s.index < snap.next_slot[t] || !s.value) continue;
-        auto [it, fresh] = best.try_emplace(s.index, s);
-        if (!fresh && s.ballot > it->second.ballot) it->second = s;
-      }
-    }
-    for (auto& [i, s] : best) adopted[t].slots.push_back(s);
-  }
-
-  // 3. The store becomes the snapshot: every snapshot write, and a delete of
-  //    every local key it lacks, installed with the snapshot's key (above
-  //    anything a deposed epoch left here, below everything replayed next).
-  {
-    auto hold = replayer_.Hold();
-    replayer_.SetPausedLocked(true);
-    std::set<std::pair<TableId, std::string>> in_snapshot;
-    for (const SnapshotWrite& w : snap.writes) in_snapshot.insert({w.table, w.key});
-    std::vector<std::pair<TableId, std::string>> stale;
-    {
-      std::lock_guard<std::mutex> sg(snap_mu_);
-      replayer_.QuiesceLocked();
-      if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
-        replayer_.SetPausedLocked(false);
-        return Unavailable("the engine's snapshot epoch does not advance (a worker stays inside a transaction)");
-      }
-      auto txn = snapshot_worker_->BeginReadOnly();
-      for (TableId id = 0;; id++) {
-        Table* table = nullptr;
-        if (!db_->GetTable(id, &table).ok()) break;
-        Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view) {
-          if (!in_snapshot.count({id, std::string(k)})) stale.push_back({id, std::string(k)});
-          return true;
-        });
-        (void)s;
-      }
-      (void)txn->Commit();
-      txn.reset();
-      snapshot_worker_->Quiesce();
-    }
-    for (const auto& [table, key] : stale) {
-      WriteRecord w{table, key, {}, true};
-      (void)db_->ApplyReplicated(replayer_.worker_locked(), w, snap.at.epoch, snap.at.ts);
-    }
-    for (const SnapshotWrite& sw : snap.writes) {
-      WriteRecord w{sw.table, sw.key, sw.value, false};
-      (void)db_->ApplyReplicated(replayer_.worker_locked(), w, snap.at.epoch, snap.at.ts);
-    }
-    replayer_.QuiesceLocked();
-    replayer_.RestartAfterSnapshotLocked(snap);
-    acceptor_.Reset(adopted, max_promised);
-    if (newest && control_.Learn(newest)) member_.Know(member_.ConfigOf(newest));
-    // The control stream's votes of the instance in progress, likewise.
-    ControlAcceptor::Vote vote;
-    vote.instance = newest ? newest->record.epoch : 0;
-    for (const PromiseReply* r : oks) {
-      if (r->ctl_instance != vote.instance) continue;
-      vote.promised = std::max(vote.promised, r->ctl_promised);
-      if (r->ctl_accepted && r->ctl_accepted_ballot > vote.accepted_ballot) {
-        vote.accepted_ballot = r->ctl_accepted_ballot;
-        vote.accepted = r->ctl_accepted;
-      }
-    }
-    control_.Adopt(vote);
-    replayer_.ResumeLocked();  // the log after the snapshot may be here already
-  }
-  replayer_.Notify();
-  leader_.ForgetDeposed();
-  member_.dirty.store(false);
-  member_.needs_transfer.store(false);
-  member_.voting.store(true);
-  member_.role.store(Role::kFollower);
-  state_transfers_.fetch_add(1);
-  if (newest && newest->leader_id != opts_.id) LearnLeader(newest->record.epoch, newest->leader_id, "");
-  std::fprintf(stderr, "rolis-repl %u: state transfer done: %zu keys at %s, votes of %zu members adopted\n", opts_.id,
-               snap.writes.size(), KeyStr(snap.at).c_str(), oks.size());
-  return Status::OK();
-}
-
-// ---------------------------------------------------------------------------
 // Status.
 
 ReplicaStatus Replica::GetStatus() const {
@@ -1207,8 +806,8 @@ ReplicaStatus Replica::GetStatus() const {
   st.members = member_.ConfigOf(st.decided);
   st.dirty = member_.dirty.load();
   st.log_bytes = acceptor_.bytes();
-  st.state_transfers = state_transfers_.load();
-  st.leader_snapshots = leader_snapshots_.load();
+  st.state_transfers = transfer_.transfers();
+  st.leader_snapshots = snapshots_.leader_snapshots();
   {
     const MemberState::Leader leader = member_.leader();
     st.epoch = leader.epoch;

@@ -40,6 +40,8 @@
 #include "replayer.h"
 #include "replica_options.h"
 #include "replica_status.h"
+#include "snapshot_source.h"
+#include "state_transfer.h"
 #include "watermark_waiters.h"
 #include "replay_apply.h"
 #include "rolis/db.h"
@@ -68,7 +70,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // Aborts the open read-write client transactions and quiesces the workers;
   // called with every worker's mutex held (server::Replicator::SetSnapshotEpochUnpinner).
   // Before Start.
-  void SetSnapshotEpochUnpinner(std::function<size_t()> f) { unpin_snapshot_epoch_ = std::move(f); }
+  void SetSnapshotEpochUnpinner(std::function<size_t()> f) { snapshots_.SetSnapshotEpochUnpinner(std::move(f)); }
   void RegisterStream(WorkerId worker, uint32_t stream);
   void Start();
   void Stop();
@@ -132,7 +134,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   AcceptReply HandleAccept(const AcceptMsg& m) override;
   PromiseReply HandlePromise(const PromiseMsg& m) override;
   ControlReply HandleControl(const ControlMsg& m) override;
-  SnapshotReply HandleSnapshot(const SnapshotMsg& m) override;
+  SnapshotReply HandleSnapshot(const SnapshotMsg& m) override { return snapshots_.Serve(); }
   void OnAcceptReply(uint32_t peer, const AcceptReply& r) override { leader_.OnAcceptReply(peer, r); }
   void OnLinkReset(uint32_t peer, uint32_t stream) override { leader_.OnLinkReset(peer, stream); }
 
@@ -144,8 +146,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
  private:
   struct Pending;
 
-  // Majority of the members the cluster started with (the start-up probe).
-  size_t majority() const { return opts_.members.size() / 2 + 1; }
 
   // Membership.
   // Single-decree Paxos in the control-stream instance after `prev` among
@@ -163,40 +163,21 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void LeaveCandidateRole();
   void LearnRecord(const DecidedPtr& d);
   void OnNewRecord(const DecidedPtr& d);
-  // The store does not follow the log: stop serving and voting for itself,
-  // and catch up by state transfer.
-  void StartStateTransfer();
   DecidedPtr Latest() const { return control_.latest(); }
-
-  // Catch-up.
-  void CatchUpLoop();
-  Status Probe();  // OK: a new cluster (voting now) or caught up by state transfer
-  Status TransferState();
-  // Snapshots: a caught-up follower's, or (when no follower can give one)
-  // the open leader's, which pauses its writes while it is fixed.
-  SnapshotReply FollowerSnapshot();
-  SnapshotReply LeaderSnapshot();
-  // Until the engine's read-only snapshots cover every write made so far
-  // (false after `limit`: a transaction stays open).
-  bool AwaitEngineSnapshot(std::chrono::milliseconds limit);
-  Status ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out);  // every table, in key order
 
   ReplicaOptions opts_;
   Transport* transport_;
   Database* db_ = nullptr;
-  std::unique_ptr<Worker> snapshot_worker_;  // used under snap_mu_
-  std::mutex snap_mu_;
-  std::function<size_t()> unpin_snapshot_epoch_;
 
   MemberState member_;
   MemberCalls calls_;
   Acceptor acceptor_;
+  ControlAcceptor control_;
   Replayer replayer_;
   LeaderStreams leader_;
-  ControlAcceptor control_;
+  SnapshotSource snapshots_;
+  StateTransfer transfer_;
 
-  std::atomic<uint64_t> state_transfers_{0};
-  std::atomic<uint64_t> leader_snapshots_{0};
 
   // Lock order: op_mu_, the leader's, the replayer's, then one leaf (pending_mu_, the member state's).
   std::mutex pending_mu_;  // a leaf: pending_
@@ -205,9 +186,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
   std::mutex member_mu_;  // one membership change at a time
   std::unique_ptr<Pending> pending_;
 
-  std::mutex catch_mu_;
-  std::condition_variable catch_cv_;
-  std::thread catch_thread_;
   bool started_ = false;
 };
 
