@@ -10,14 +10,6 @@
 
 namespace rolis::replication {
 
-struct Replica::Pending {
-  uint64_t epoch = 0;
-  Decided proposed;
-  std::vector<std::vector<Slot>> repropose;  // per stream, ballot = epoch, ends with a barrier
-  std::vector<StreamBase> bases;
-  uint64_t led_epoch = 0;     // this member's own epoch, if it led one (its commits are checked)
-};
-
 namespace {
 
 ReplicaOptions WithMembers(ReplicaOptions o) {
@@ -56,7 +48,10 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
       transfer_(opts_, &member_, &calls_, transport, &acceptor_, &control_, &replayer_, &leader_, &snapshots_,
                 [this](const DecidedPtr& newest) {
                   if (newest && newest->leader_id != opts_.id) LearnLeader(newest->record.epoch, newest->leader_id, "");
-                }) {
+                }),
+      control_stream_(&member_, &calls_, &control_, [this](const DecidedPtr& d) { LearnRecord(d); }),
+      failover_(opts_, &member_, &calls_, &acceptor_, &control_, &replayer_, &leader_, &transfer_,
+                [this](const DecidedPtr& d) { LearnRecord(d); }) {
   if (opts_.probe_at_start && opts_.members.size() > 1) {
     member_.voting.store(false);
     member_.role.store(Role::kCatchingUp);
@@ -192,29 +187,18 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
 }
 
 void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr) {
-  bool abandon = false;
   if (!member_.FollowLeader(epoch, leader, addr)) return;
-  {
-    std::lock_guard<std::mutex> g(pending_mu_);
-    // Another member leads this member's pending epoch or a newer one. The
-    // same epoch counts: two built-in elections may prepare one epoch
-    // together, and the control stream decides only one record per epoch,
-    // so the loser's candidacy can never open and must not keep it a
-    // candidate (that member would refuse to serve as a follower).
-    if (pending_ && pending_->epoch <= epoch && leader != opts_.id) {
-      pending_.reset();
-      abandon = true;
-    }
-  }
   if (leader == opts_.id) return;
+  // Another member leads this member's pending epoch or a newer one. The
+  // same epoch counts: two built-in elections may prepare one epoch
+  // together, and the control stream decides only one record per epoch,
+  // so the loser's candidacy can never open and must not keep it a
+  // candidate (that member would refuse to serve as a follower).
+  const bool abandon = failover_.DropCandidacyUpTo(epoch);
   // Another member leads a newer epoch: a stale leader steps down (its
   // acceptor promised the newer epoch, so it could not commit anyway).
   if (leader_.LeadsBelow(epoch)) leader_.StepDown(epoch, "another member leads a newer epoch");
-  if (abandon) LeaveCandidateRole();
-}
-
-void Replica::LeaveCandidateRole() {
-  if (member_.role.load() == Role::kCandidate) member_.role.store(member_.dirty.load() ? Role::kCatchingUp : Role::kFollower);
+  if (abandon) member_.LeaveCandidateRole();
 }
 
 void Replica::LearnRecord(const DecidedPtr& d) {
@@ -284,11 +268,7 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
     // A candidate is running: the built-in election gives it a timeout to
     // finish before running its own (two candidates split the vote).
     member_.NoteLeaderContact();
-    std::lock_guard<std::mutex> g(pending_mu_);
-    if (pending_ && pending_->epoch < m.epoch) {
-      pending_.reset();
-      if (member_.role.load() == Role::kCandidate) member_.role.store(Role::kFollower);
-    }
+    failover_.DropCandidacyBelow(m.epoch);
   }
   return r;
 }
@@ -316,348 +296,6 @@ ControlReply Replica::HandleControl(const ControlMsg& m) {
   ControlReply r = control_.Handle(m, opts_.id, [this] { return acceptor_.promised(); });
   if (IsBetterDecided(r.latest, before)) OnNewRecord(r.latest);
   return r;
-}
-
-// ---------------------------------------------------------------------------
-// Failover (driven through the admin API).
-
-Status Replica::PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out) {
-  std::lock_guard<std::mutex> op(op_mu_);
-  if (!member_.voting.load() || member_.needs_transfer.load()) {
-    return Status::FailedPrecondition("this member is catching up (state transfer): choose another candidate");
-  }
-  if (member_.dirty.load()) {
-    return Status::FailedPrecondition(
-        "this member holds commits that a failover discarded and needs a state transfer: choose another candidate");
-  }
-  if (last_decided.record.epoch >= new_epoch) {
-    return Status::InvalidArgument("the new epoch must be above the last decided one");
-  }
-  if (DecidedPtr d = Latest(); !member_.InConfig(d)) {
-    return Status::FailedPrecondition("this member is not in configuration " + std::to_string(d ? d->config : 0) +
-                                      " " + MembersString(member_.ConfigOf(d)) + ": it does not vote; choose another candidate");
-  }
-  if (new_epoch < acceptor_.promised()) {
-    return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was already promised here");
-  }
-  // The current leader hands over: what it committed gets on a majority
-  // first, so that it stays a valid candidate with nothing to lose.
-  if (leader_.IsOpen()) leader_.Drain(opts_.rpc_timeout);
-  leader_.StepDown(new_epoch, "failover to a new epoch");
-  const auto [my_led, my_max] = leader_.Deposed();
-  Role before = member_.role.load();
-  member_.role.store(Role::kCandidate);
-  auto fail = [&](Status s) {
-    member_.role.store(member_.dirty.load() ? Role::kCatchingUp : (before == Role::kCandidate ? Role::kFollower : before));
-    if (member_.role.load() == Role::kCandidate || member_.role.load() == Role::kLeader) member_.role.store(Role::kFollower);
-    return s;
-  };
-
-  // 1. Promise(e') on every member; a majority of the latest decided
-  //    configuration must grant it (CheckPrepareQuorum: the configuration
-  //    may be newer than the one this member knows).
-  PromiseMsg pm;
-  pm.from = opts_.id;
-  pm.epoch = new_epoch;
-  DecidedPtr known = Latest();
-  if (last_decided.record.epoch > 0) {
-    auto ld = std::make_shared<const Decided>(last_decided);
-    if (IsBetterDecided(ld, known)) known = ld;
-  }
-  const std::vector<MemberAddr> initial = member_.initial();
-  auto replies = calls_.PromiseAll(pm, true, [&known, &initial, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
-    for (const auto& [id, r] : rs) {
-      if (!r.ok && !r.amnesic && r.promised_epoch > new_epoch) return true;
-    }
-    return CheckPrepareQuorum(known, initial, rs).ok;
-  });
-  std::vector<const PromiseReply*> oks;
-  for (auto& [id, r] : replies) {
-    if (r.ok && !r.amnesic) {
-      oks.push_back(&r);
-    } else if (!r.amnesic && r.promised_epoch > new_epoch) {
-      return fail(Status::Aborted("member " + std::to_string(id) + " promised epoch " +
-                                  std::to_string(r.promised_epoch) + " already"));
-    }
-  }
-  PrepareQuorum quorum_check = CheckPrepareQuorum(known, initial, replies);
-  if (!quorum_check.ok) {
-    return fail(Unavailable("epoch " + std::to_string(new_epoch) + " needs " + quorum_check.Describe()));
-  }
-  DecidedPtr newest = quorum_check.newest;
-  if (IsBetterDecided(Latest(), newest)) newest = Latest();
-  if (!member_.InConfig(newest)) {
-    LearnRecord(newest);
-    return fail(Status::FailedPrecondition("this member is not in configuration " +
-                                           std::to_string(newest ? newest->config : 0) + " " +
-                                           MembersString(member_.ConfigOf(newest)) + ": choose another candidate"));
-  }
-  if (newest && newest->record.epoch > last_decided.record.epoch) {
-    LearnRecord(newest);
-    return fail(Status::FailedPrecondition("the record of epoch " + std::to_string(newest->record.epoch) +
-                                           " is decided: start the failover from it"));
-  }
-
-  // 2-4. Merge, walk, G' and V' (failover_plan.h).
-  std::vector<BatchPtr> payloads;
-  std::vector<std::vector<std::vector<AcceptedSlot>>> quorum(oks.size());
-  std::vector<StreamBase> bases(opts_.streams);
-  for (size_t i = 0; i < oks.size(); i++) {
-    const PromiseReply& r = *oks[i];
-    quorum[i].resize(opts_.streams);
-    for (uint32_t t = 0; t < opts_.streams && t < r.streams.size(); t++) {
-      const StreamSlots& ss = r.streams[t];
-      // The walk starts where the member that compacted most stopped.
-      if (ss.first_slot > bases[t].first_slot) {
-        bases[t] = StreamBase{ss.first_slot, ss.base_key, ss.base_barrier};
-      } else if (ss.first_slot == bases[t].first_slot) {
-        bases[t].base_key = std::max(bases[t].base_key, ss.base_key);
-        bases[t].base_barrier = std::max(bases[t].base_barrier, ss.base_barrier);
-      }
-      for (const Slot& s : ss.slots) {
-        if (!s.value) continue;
-        payloads.push_back(s.value);
-        quorum[i][t].push_back(AcceptedSlot{
-            s.index, s.ballot, SlotValue{s.value->kind, s.value->epoch, s.value->last_ts, payloads.size()}});
-      }
-    }
-  }
-  FailoverPlan plan = PlanFailoverFrom(new_epoch, last_decided.record, quorum, bases);
-
-  // This member's store must hold every compacted entry (it replays the rest).
-  for (uint32_t t = 0; t < opts_.streams; t++) {
-    if (replayer_.replayed_next(t) < bases[t].first_slot) {
-      return fail(Status::FailedPrecondition("this member has replayed stream " + std::to_string(t) + " up to slot " +
-                                             std::to_string(replayer_.replayed_next(t)) + " but a member compacted up to " +
-                                             std::to_string(bases[t].first_slot) + ": choose another candidate"));
-    }
-  }
-  // A member that led an epoch keeps its commits in its store: they must all
-  // survive the new cut, or it cannot lead.
-  if (my_led != 0 && my_max != 0) {
-    auto it = plan.record.cut.find(my_led);
-    if (it == plan.record.cut.end() || it->second < my_max) {
-      member_.dirty.store(true);
-      member_.needs_transfer.store(true);
-      transfer_.Wake();
-      return fail(Status::FailedPrecondition("this member led epoch " + std::to_string(my_led) +
-                                             " and holds commits beyond the new cut: choose another candidate"));
-    }
-  }
-
-  auto pending = std::make_unique<Pending>();
-  pending->epoch = new_epoch;
-  // The new epoch keeps the configuration in force.
-  pending->proposed = Decided{plan.record, opts_.id, plan.watermark, newest ? newest->config : 0, member_.ConfigOf(newest)};
-  pending->bases = bases;
-  pending->led_epoch = my_led;
-  pending->repropose.resize(opts_.streams);
-  for (uint32_t t = 0; t < opts_.streams; t++) {
-    for (const AcceptedSlot& a : plan.repropose[t]) {
-      BatchPtr v;
-      if (a.value.payload_id > 0) {
-        v = payloads[a.value.payload_id - 1];  // as found
-      } else {
-        auto b = std::make_shared<Batch>();
-        b->kind = a.value.kind;
-        b->epoch = new_epoch;
-        v = std::move(b);
-      }
-      pending->repropose[t].push_back(Slot{a.index, new_epoch, std::move(v)});
-    }
-  }
-  out->proposed = pending->proposed;
-  out->promised_by.clear();
-  for (const PromiseReply* r : oks) out->promised_by.push_back(r->from);
-  {
-    std::lock_guard<std::mutex> g(pending_mu_);
-    pending_ = std::move(pending);
-  }
-  std::fprintf(stderr, "rolis-repl %u: prepared epoch %lu: G' = %s\n", opts_.id, static_cast<unsigned long>(new_epoch),
-               KeyStr(plan.watermark).c_str());
-  return Status::OK();
-}
-
-Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
-  std::lock_guard<std::mutex> ctl(ctl_mu_);
-  *decided = false;
-  if (!member_.voting.load()) return Status::FailedPrecondition("this member is catching up: ask another member");
-  if (record.record.epoch <= expected_previous) {
-    return Status::InvalidArgument("the record's epoch must be above the expected previous epoch");
-  }
-  DecidedPtr latest = Latest();
-  if (!latest || latest->record.epoch < expected_previous) {
-    ControlMsg q;
-    q.kind = ControlMsg::Kind::kQuery;
-    q.from = opts_.id;
-    const size_t maj = MajorityOf(member_.ConfigOf(latest).size());
-    for (auto& [id, r] : calls_.ControlAll(q, [maj](const auto& rs) { return rs.size() >= maj; })) LearnRecord(r.latest);
-    latest = Latest();
-  }
-  if (latest && latest->record.epoch > expected_previous) {
-    *current = latest;
-    return Status::OK();
-  }
-  if (expected_previous > 0 && (!latest || latest->record.epoch != expected_previous)) {
-    return Status::FailedPrecondition("the record of epoch " + std::to_string(expected_previous) +
-                                      " is not known to be decided");
-  }
-  // The record follows the newest record of epoch expected_previous (the
-  // epoch's record, or its latest membership change).
-  DecidedPtr prev = expected_previous > 0 ? latest : nullptr;
-  Status s = ProposeNext(prev, std::make_shared<const Decided>(record), current);
-  if (!s.ok()) return s;
-  *decided = **current == record;
-  return Status::OK();
-}
-
-Status Replica::ProposeNext(const DecidedPtr& prev, const DecidedPtr& mine, DecidedPtr* current) {
-  const uint64_t instance = InstanceAfter(prev.get());
-  const std::vector<uint32_t> acceptors = MemberIds(member_.ConfigOf(prev));
-  auto newer = [&prev](const DecidedPtr& d) { return d && (!prev || NewerRecord(*d, *prev)); };
-  auto quorum = [&acceptors](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
-    std::vector<uint32_t> ok;
-    for (const auto& [id, r] : rs) {
-      if (r.ok) ok.push_back(id);
-    }
-    return HasMajority(acceptors, ok);
-  };
-  auto settled = [&](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
-    for (const auto& [id, r] : rs) {
-      if (newer(r.latest)) return true;
-    }
-    return quorum(rs);
-  };
-  DecidedPtr chosen;
-  uint64_t round = 1;
-  std::mt19937_64 rng(opts_.id * 7919 + mine->record.epoch + mine->config);
-  for (int attempt = 0; attempt < 20 && !chosen && !member_.stopping.load(); attempt++) {
-    const uint64_t ballot = (round << 8) | (opts_.id & 0xFF);
-    ControlMsg pm;
-    pm.kind = ControlMsg::Kind::kPrepare;
-    pm.from = opts_.id;
-    pm.instance = instance;
-    pm.ballot = ballot;
-    pm.prev = prev;
-    uint64_t best_ballot = 0;
-    DecidedPtr value = mine;
-    uint64_t highest = 0;
-    auto promises = calls_.ControlAll(pm, settled);
-    for (auto& [id, r] : promises) {
-      if (newer(r.latest)) {
-        LearnRecord(r.latest);
-        *current = r.latest;
-        return Status::OK();
-      }
-      highest = std::max(highest, r.promised);
-      if (r.ok && r.accepted && r.accepted_ballot > best_ballot) {
-        best_ballot = r.accepted_ballot;
-        value = r.accepted;  // Paxos: propose the value of the highest ballot accepted
-      }
-    }
-    if (quorum(promises)) {
-      ControlMsg am = pm;
-      am.kind = ControlMsg::Kind::kAccept;
-      am.value = value;
-      auto accepts = calls_.ControlAll(am, settled);
-      for (auto& [id, r] : accepts) {
-        if (newer(r.latest)) {
-          LearnRecord(r.latest);
-          *current = r.latest;
-          return Status::OK();
-        }
-        highest = std::max(highest, r.promised);
-      }
-      if (quorum(accepts)) chosen = value;
-    }
-    if (!chosen) {
-      round = std::max(round, highest >> 8) + 1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 20));
-    }
-  }
-  if (!chosen) {
-    return Unavailable("no majority of " + MembersString(member_.ConfigOf(prev)) + " answered the control stream");
-  }
-  LearnRecord(chosen);
-  ControlMsg lm;
-  lm.kind = ControlMsg::Kind::kLearn;
-  lm.from = opts_.id;
-  lm.instance = instance;
-  lm.value = chosen;
-  calls_.ControlAll(lm, [](const auto&) { return true; });  // tell the others; do not wait
-  *current = chosen;
-  return Status::OK();
-}
-
-Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
-  std::lock_guard<std::mutex> op(op_mu_);
-  const uint64_t e = record.record.epoch;
-  {
-    // The same record again, while this member opens it or leads it: the
-    // operator retries after UNAVAILABLE ("not on a majority yet") or after
-    // losing the answer. Wait for the opening like the first call instead
-    // of refusing a request that is already being carried out.
-    Status st;
-    if (leader_.AwaitReopen(record, watermark, &st)) return st;
-  }
-  std::unique_ptr<Pending> pending;
-  {
-    std::lock_guard<std::mutex> g(pending_mu_);
-    if (!pending_ || pending_->epoch != e || pending_->proposed.record != record.record ||
-        record.leader_id != opts_.id) {
-      return Status::FailedPrecondition("OpenEpoch must follow this member's PrepareFailover of epoch " +
-                                        std::to_string(e) + ", with the record it proposed");
-    }
-    pending = std::move(pending_);
-  }
-  if (member_.role.load() != Role::kCandidate) return Status::FailedPrecondition("this member is no longer the candidate");
-  if (acceptor_.promised() > e) {
-    member_.role.store(Role::kFollower);
-    return Status::Aborted("epoch " + std::to_string(acceptor_.promised()) + " was promised since");
-  }
-  auto dec = std::make_shared<const Decided>(record);
-  // Decided (by DecideEpoch or by the operator's compare-and-set).
-  LearnRecord(dec);
-
-  // The re-proposals, as found, with ballot e; this member's own vote first.
-  std::vector<uint64_t> self_need(opts_.streams);
-  for (uint32_t t = 0; t < opts_.streams; t++) {
-    for (const Slot& s : pending->repropose[t]) {
-      if (!acceptor_.AcceptLocal(t, s, e, pending->bases[t].first_slot, &self_need[t])) {
-        member_.role.store(Role::kFollower);
-        return Status::Aborted("a newer epoch was promised here");
-      }
-    }
-  }
-  // The new leader's state: replay of the valid entries at or below G'.
-  {
-    std::vector<Slot> barriers;
-    for (uint32_t t = 0; t < opts_.streams; t++) barriers.push_back(pending->repropose[t].back());
-    replayer_.ReplayForOpening(dec, barriers);
-  }
-  member_.Know(member_.ConfigOf(dec));
-  LeaderStreams::Opening opening;
-  opening.record = dec;
-  opening.bases = pending->bases;
-  opening.repropose = pending->repropose;
-  opening.self_need = self_need;
-  leader_.BeginOpening(opening);
-  Status st = leader_.AwaitOpen(e, watermark);
-  if (st.ok()) {
-    std::fprintf(stderr, "rolis-repl %u: leading epoch %lu (G' %s)\n", opts_.id, static_cast<unsigned long>(e),
-                 KeyStr(record.watermark).c_str());
-  }
-  return st;
-}
-
-void Replica::AbandonCandidacy(uint64_t epoch) {
-  std::lock_guard<std::mutex> op(op_mu_);  // not while an OpenEpoch runs
-  {
-    std::lock_guard<std::mutex> g(pending_mu_);
-    if (!pending_ || pending_->epoch != epoch) return;
-    pending_.reset();
-  }
-  LeaveCandidateRole();
 }
 
 Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_client_address) {
@@ -755,10 +393,7 @@ Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chr
   next->config = cur->config + 1;
   next->members = ch.members;
   DecidedPtr chosen;
-  {
-    std::lock_guard<std::mutex> ctl(ctl_mu_);
-    s = ProposeNext(cur, next, &chosen);
-  }
+  s = control_stream_.Propose(cur, next, &chosen);
   if (!s.ok()) {
     // It may or may not have been chosen: keep counting both (safe either
     // way); the same request again finishes it.

@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "acceptor.h"
+#include "control_stream.h"
+#include "failover_coordinator.h"
 #include "codec.h"
 #include "member_calls.h"
 #include "member_state.h"
@@ -51,10 +53,6 @@
 namespace rolis::replication {
 
 
-struct PrepareResult {
-  Decided proposed;                 // (new epoch, V') with leader and G'
-  std::vector<uint32_t> promised_by;
-};
 
 class Replica final : public CommitHook, public ReplicaHandler {
  public:
@@ -106,14 +104,18 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // Admin failover steps (docs/replication.md). Errors: kFailedPrecondition
   // (this member cannot do it now; the message says why), kAborted (a newer
   // epoch won), kInternal with "unavailable" (no majority reachable).
-  Status PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out);
-  Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current);
-  Status OpenEpoch(const Decided& record, LogKey* watermark);
+  Status PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out) {
+    return failover_.PrepareFailover(new_epoch, last_decided, out);
+  }
+  Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
+    return control_stream_.DecideEpoch(record, expected_previous, decided, current);
+  }
+  Status OpenEpoch(const Decided& record, LogKey* watermark) { return failover_.OpenEpoch(record, watermark); }
   Status AnnounceLeader(const Decided& record, const std::string& leader_client_address);
   // The built-in election gives up its own PrepareFailover of `epoch` (its
   // record was not decided): this member stops being a candidate, so that
   // it follows whoever won. No effect once OpenEpoch has taken the record.
-  void AbandonCandidacy(uint64_t epoch);
+  void AbandonCandidacy(uint64_t epoch) { failover_.AbandonCandidacy(epoch); }
 
   // Membership (docs/replication.md, "Membership"), asked of the open
   // leader: moves to `target`, which must differ from the configuration in
@@ -144,13 +146,8 @@ class Replica final : public CommitHook, public ReplicaHandler {
   const ReplicaOptions& options() const { return opts_; }
 
  private:
-  struct Pending;
-
 
   // Membership.
-  // Single-decree Paxos in the control-stream instance after `prev` among
-  // the members of its configuration; *chosen is what the instance chose.
-  Status ProposeNext(const DecidedPtr& prev, const DecidedPtr& value, DecidedPtr* chosen);
 
   // After this member stopped leading: the record that followed the epoch
   // it led may be known already.
@@ -158,9 +155,6 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
   // Follower.
   void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
-  // After this member's pending candidacy was dropped: a candidate becomes a
-  // follower (catching up if it holds discarded commits).
-  void LeaveCandidateRole();
   void LearnRecord(const DecidedPtr& d);
   void OnNewRecord(const DecidedPtr& d);
   DecidedPtr Latest() const { return control_.latest(); }
@@ -177,14 +171,11 @@ class Replica final : public CommitHook, public ReplicaHandler {
   LeaderStreams leader_;
   SnapshotSource snapshots_;
   StateTransfer transfer_;
+  ControlStream control_stream_;
+  FailoverCoordinator failover_;
 
 
-  // Lock order: op_mu_, the leader's, the replayer's, then one leaf (pending_mu_, the member state's).
-  std::mutex pending_mu_;  // a leaf: pending_
-  std::mutex op_mu_;  // one admin failover step at a time
-  std::mutex ctl_mu_;  // one control-stream proposal at a time
   std::mutex member_mu_;  // one membership change at a time
-  std::unique_ptr<Pending> pending_;
 
   bool started_ = false;
 };
