@@ -39,6 +39,7 @@
 #include "member_state.h"
 #include "leader_streams.h"
 #include "membership.h"
+#include "membership_changes.h"
 #include "replayer.h"
 #include "replica_options.h"
 #include "replica_status.h"
@@ -128,7 +129,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // itself), kAborted (a newer epoch, or another change, was decided),
   // kInternal "unavailable: ..." (the new member did not catch up: nothing
   // changed; or no majority answered: retry the same request).
-  Status ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout, DecidedPtr* now);
+  Status ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout, DecidedPtr* now) {
+    return membership_.Change(target, timeout, now);
+  }
   // The configuration in force as this member knows it.
   std::vector<MemberAddr> Configuration() const { return member_.ConfigOf(Latest()); }
 
@@ -173,9 +176,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   StateTransfer transfer_;
   ControlStream control_stream_;
   FailoverCoordinator failover_;
+  MembershipChanges membership_;
 
 
-  std::mutex member_mu_;  // one membership change at a time
 
   bool started_ = false;
 };
