@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
-#include <set>
 
 #include "replica_common.h"
-#include "rolis/thread_name.h"
 
 namespace rolis::replication {
 
