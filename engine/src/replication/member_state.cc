@@ -2,16 +2,6 @@
 
 namespace rolis::replication {
 
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kFollower: return "follower";
-    case Role::kLeader: return "leader";
-    case Role::kCandidate: return "candidate";
-    case Role::kCatchingUp: return "catching_up";
-  }
-  return "unknown";
-}
-
 MemberState::MemberState(uint32_t self, std::vector<MemberAddr> initial, Transport* transport)
     : self_(self), initial_(std::move(initial)), transport_(transport) {
   for (const MemberAddr& m : initial_) known_.insert(m.id);

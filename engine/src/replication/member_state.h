@@ -20,13 +20,11 @@
 #include <vector>
 
 #include "membership.h"
+#include "rolis/role.h"
 #include "transport.h"
 #include "types.h"
 
 namespace rolis::replication {
-
-enum class Role { kFollower, kLeader, kCandidate, kCatchingUp };
-const char* RoleName(Role r);
 
 class MemberState {
  public:

@@ -20,15 +20,9 @@
 #include <utility>
 #include <vector>
 
-namespace rolis::replication {
+#include "rolis/watermark_waiter.h"
 
-// Completion of an AwaitWatermark: ok, or not (the member stopped leading
-// before G passed the key; the transaction's outcome is unknown).
-class WatermarkWaiter {
- public:
-  virtual ~WatermarkWaiter() = default;
-  virtual void Done(bool ok, const std::string& why) = 0;
-};
+namespace rolis::replication {
 
 class WatermarkWaiters {
  public:
