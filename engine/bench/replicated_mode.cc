@@ -21,7 +21,7 @@
 
 #include "cycle_clock.h"
 #include "followers.h"
-#include "paxos_replicator.h"
+#include "rolisd/paxos_replicator.h"
 #include "server/config.h"
 #include "server/runtime.h"
 #include "spsc.h"

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "election_timer.h"
+#include "replication/election_timer.h"
 #include "host_port.h"
 #include "wire.h"
 

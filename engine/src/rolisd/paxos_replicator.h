@@ -14,7 +14,7 @@
 
 #include "grpc_transport.h"
 #include "peer_tls.h"
-#include "replica.h"
+#include "replication/replica.h"
 #include "server/config.h"
 #include "server/replicator.h"
 
