@@ -21,7 +21,7 @@
 
 #include "cycle_clock.h"
 #include "followers.h"
-#include "paxos_replicator.h"
+#include "rolisd/paxos_replicator.h"
 #include "server/config.h"
 #include "server/runtime.h"
 #include "spsc.h"
@@ -404,7 +404,7 @@ Status Replicated::Elect() {
   while (std::chrono::steady_clock::now() < deadline) {
     Status alive = followers_.CheckAlive();
     if (!alive.ok()) return alive;
-    if (repl_->role() != server::Role::kCatchingUp) {
+    if (repl_->role() != rolis::Role::kCatchingUp) {
       grpc::Status g = repl_->RunElection();
       if (g.ok()) return Status::OK();
       last = g.error_message();
@@ -426,7 +426,7 @@ Status Replicated::Finish(RunResult* result) {
   if (!worker_cpus_.empty()) result->threads_on_worker_cpus = ThreadsAllowedOn(worker_cpus_);
   Status s = followers_.CheckAlive();
   if (!s.ok()) return s;
-  if (repl_->role() != server::Role::kLeader) {
+  if (repl_->role() != rolis::Role::kLeader) {
     return Status::Internal("the in-process member stopped leading during the run");
   }
   return Status::OK();

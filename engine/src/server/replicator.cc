@@ -4,17 +4,6 @@
 
 namespace rolis::server {
 
-const char* RoleName(Role r) {
-  switch (r) {
-    case Role::kStandalone: return "standalone";
-    case Role::kLeader: return "leader";
-    case Role::kFollower: return "follower";
-    case Role::kCandidate: return "candidate";
-    case Role::kCatchingUp: return "catching_up";
-  }
-  return "unknown";
-}
-
 v1::Role RoleProto(Role r) {
   switch (r) {
     case Role::kStandalone: return v1::STANDALONE;

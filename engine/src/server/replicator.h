@@ -22,21 +22,26 @@
 #include <vector>
 
 #include "rolis/db.h"
+#include "rolis/role.h"
+#include "rolis/watermark_waiter.h"
 #include "rolis/v1/admin.pb.h"
 
 namespace rolis::server {
 
-enum class Role { kStandalone, kLeader, kFollower, kCandidate, kCatchingUp };
-const char* RoleName(Role r);  // lower case, as in the rolis_role metric
+// Role and RoleName: rolis/role.h, shared with the replication layer.
 v1::Role RoleProto(Role r);
 
-// Notified once the watermark has passed a transaction's key, or with a
-// non-OK status (UNAVAILABLE) if this member stopped leading before that (the
-// transaction's outcome is then unknown to the client).
-class WatermarkWaiter {
+// A wait for the watermark (rolis/watermark_waiter.h) that answers a gRPC
+// call: notified with OK once the watermark has passed a transaction's key,
+// or UNAVAILABLE if this member stopped leading before that (the
+// transaction's outcome is then unknown to the client). The replication
+// layer completes it directly: nothing is allocated per acknowledgement.
+class WatermarkWaiter : public rolis::WatermarkWaiter {
  public:
-  virtual ~WatermarkWaiter() = default;
   virtual void OnWatermark(const grpc::Status& status) = 0;
+  void Done(bool ok, const std::string& why) final {
+    OnWatermark(ok ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
+  }
 };
 
 class Replicator : public CommitHook {

@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "types.h"
+#include "replication/types.h"
 
 namespace rolis::replication::wire {
 

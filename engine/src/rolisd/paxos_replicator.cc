@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "election_timer.h"
+#include "replication/election_timer.h"
 #include "host_port.h"
 #include "wire.h"
 
@@ -39,19 +39,6 @@ std::string Advertised(const std::string& listen, const std::string& repl_addres
   }
   return listen;
 }
-
-// Completes the server's waiter from the replica's.
-class WaiterAdapter final : public WatermarkWaiter {
- public:
-  explicit WaiterAdapter(server::WatermarkWaiter* w) : w_(w) {}
-  void Done(bool ok, const std::string& why) override {
-    w_->OnWatermark(ok ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
-    delete this;
-  }
-
- private:
-  server::WatermarkWaiter* w_;
-};
 
 Decided FromProto(const v1::EpochRecord& r) {
   DecidedPtr d = wire::FromWire(r);
@@ -188,23 +175,10 @@ void PaxosReplicator::Stop() {
   transport_->Stop();
 }
 
-server::Role PaxosReplicator::role() const {
-  switch (replica_->role()) {
-    case Role::kLeader: return server::Role::kLeader;
-    case Role::kFollower: return server::Role::kFollower;
-    case Role::kCandidate: return server::Role::kCandidate;
-    case Role::kCatchingUp: return server::Role::kCatchingUp;
-  }
-  return server::Role::kFollower;
-}
+Role PaxosReplicator::role() const { return replica_->role(); }
 
 bool PaxosReplicator::AwaitWatermark(uint64_t commit_ts, server::WatermarkWaiter* waiter) {
-  auto* a = new WaiterAdapter(waiter);
-  if (replica_->AwaitWatermark(commit_ts, a)) {
-    delete a;
-    return true;
-  }
-  return false;
+  return replica_->AwaitWatermark(commit_ts, waiter);
 }
 
 uint64_t PaxosReplicator::watermark_ts() const { return replica_->GetStatus().watermark.ts; }

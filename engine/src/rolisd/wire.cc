@@ -1,6 +1,6 @@
 #include "wire.h"
 
-#include "membership.h"
+#include "replication/membership.h"
 
 namespace rolis::replication::wire {
 

@@ -14,7 +14,7 @@
 
 #include "grpc_transport.h"
 #include "peer_tls.h"
-#include "replica.h"
+#include "replication/replica.h"
 #include "server/config.h"
 #include "server/replicator.h"
 
@@ -50,7 +50,7 @@ class PaxosReplicator final : public server::Replicator {
   void Start() override;
   void Stop() override;
 
-  server::Role role() const override;
+  Role role() const override;
   uint64_t epoch() const override { return replica_->epoch(); }
   std::string leader_client_address() const override { return replica_->leader_client_address(); }
   bool WatermarkCovers(uint64_t commit_ts) const override { return replica_->WatermarkCovers(commit_ts); }

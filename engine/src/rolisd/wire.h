@@ -7,7 +7,7 @@
 
 #include "rolis/v1/admin.pb.h"
 #include "rolis/v1/replication.pb.h"
-#include "types.h"
+#include "replication/types.h"
 
 namespace rolis::replication::wire {
 

@@ -29,7 +29,7 @@
 
 #include "rolis/v1/replication.grpc.pb.h"
 #include "accept_stream.h"
-#include "transport.h"
+#include "replication/transport.h"
 
 namespace rolis::replication {
 
