@@ -37,21 +37,47 @@ void Acceptor::RaisePromise(uint64_t epoch) {
   std::lock_guard<std::mutex> g(promise_mu_);
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& s : streams_) locks.emplace_back(s->mu);
+  // Not raised if it cannot be made durable (the journal failed).
+  if (journal_ && epoch > promised_.load(std::memory_order_acquire) && !journal_->RecordPromise(epoch).ok()) return;
   RaisePromiseLocked(epoch);
 }
 
-bool Acceptor::AcceptLocked(StreamLog& s, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from) {
+bool Acceptor::AcceptLocked(StreamLog& s, uint32_t t, const Slot& slot, uint64_t epoch, uint64_t log_start,
+                            uint64_t* need_from, std::string* error) {
   if (epoch < promised_.load(std::memory_order_acquire)) return false;
-  RaisePromiseLocked(epoch);
+  if (journal_) {
+    // A failed journal stops this member from acknowledging anything.
+    if (Status h = journal_->Health(); !h.ok()) {
+      *error = "durability: " + h.message();
+      return false;
+    }
+  }
   if (slot.index >= s.first_slot) {
-    auto [it, inserted] = s.slots.try_emplace(slot.index);
-    if (inserted || it->second.ballot < epoch || it->second.value == nullptr) {
-      if (!inserted && it->second.value) bytes_.fetch_sub(it->second.value->bytes(), std::memory_order_relaxed);
-      it->second = Slot{slot.index, epoch, slot.value};
+    auto it = s.slots.find(slot.index);
+    if (it == s.slots.end() || it->second.ballot < epoch || it->second.value == nullptr) {
+      Slot stored{slot.index, epoch, slot.value};
+      uint64_t pos = 0;
+      // Written before anything changes: a refused write changes nothing.
+      if (journal_) {
+        if (Status st = journal_->AppendSlot(t, stored, &pos); !st.ok()) {
+          *error = "durability: " + st.message();
+          return false;
+        }
+        s.pending[slot.index] = pos;
+        s.pending_order.emplace_back(pos, slot.index);
+      }
+      if (it == s.slots.end()) {
+        it = s.slots.emplace(slot.index, std::move(stored)).first;
+      } else {
+        if (it->second.value) bytes_.fetch_sub(it->second.value->bytes(), std::memory_order_relaxed);
+        it->second = std::move(stored);
+      }
       bytes_.fetch_add(slot.value->bytes(), std::memory_order_relaxed);
     }
     // Same ballot again: a duplicate (one proposer per ballot, one value).
   }
+  // The ballot is in the slot's frame: recovery's promise covers it.
+  RaisePromiseLocked(epoch);
   // Below first_slot: compacted, hence chosen; the proposer of a higher
   // ballot proposes the chosen value there, so the vote stands.
   if (s.contig_epoch != epoch) {
@@ -68,22 +94,57 @@ bool Acceptor::AcceptLocked(StreamLog& s, const Slot& slot, uint64_t epoch, uint
   return true;
 }
 
+uint64_t Acceptor::DurableNeedFromLocked(StreamLog& s, uint32_t t, uint64_t epoch, uint64_t log_start) {
+  if (journal_) {
+    const uint64_t durable = journal_->DurableThrough(t);
+    while (!s.pending_order.empty() && s.pending_order.front().first <= durable) {
+      auto [pos, index] = s.pending_order.front();
+      if (auto it = s.pending.find(index); it != s.pending.end() && it->second == pos) s.pending.erase(it);
+      s.pending_order.pop_front();
+    }
+  }
+  if (s.dcontig_epoch != epoch) {
+    s.dcontig_epoch = epoch;
+    s.dcontig = 0;
+  }
+  s.dcontig = std::max({s.dcontig, s.first_slot, log_start});
+  for (;;) {
+    auto it = s.slots.find(s.dcontig);
+    if (it == s.slots.end() || it->second.ballot != epoch || s.pending.count(s.dcontig)) break;
+    s.dcontig++;
+  }
+  return s.dcontig;
+}
+
+uint64_t Acceptor::DurableNeedFrom(uint32_t t, uint64_t epoch, uint64_t log_start) {
+  StreamLog& s = *streams_[t];
+  std::lock_guard<std::mutex> g(s.mu);
+  return DurableNeedFromLocked(s, t, epoch, log_start);
+}
+
 AcceptReply Acceptor::Accept(const AcceptMsg& m) {
   AcceptReply r;
   r.stream = m.stream;
   r.slot_index = m.slot.index;
   StreamLog& s = *streams_[m.stream];
   std::lock_guard<std::mutex> g(s.mu);
-  r.ok = AcceptLocked(s, m.slot, m.epoch, m.log_start, &r.need_from);
+  r.ok = AcceptLocked(s, m.stream, m.slot, m.epoch, m.log_start, &r.need_from, &r.error);
   r.promised_epoch = promised_.load(std::memory_order_acquire);
   r.first_slot = s.first_slot;
+  if (r.ok && journal_) {
+    r.held_from = r.need_from;
+    r.need_from = DurableNeedFromLocked(s, m.stream, m.epoch, m.log_start);
+  }
   return r;
 }
 
 bool Acceptor::AcceptLocal(uint32_t t, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from) {
   StreamLog& s = *streams_[t];
   std::lock_guard<std::mutex> g(s.mu);
-  return AcceptLocked(s, slot, epoch, log_start, need_from);
+  std::string error;
+  if (!AcceptLocked(s, t, slot, epoch, log_start, need_from, &error)) return false;
+  if (journal_) *need_from = DurableNeedFromLocked(s, t, epoch, log_start);
+  return true;
 }
 
 PromiseReply Acceptor::Promise(const PromiseMsg& m) {
@@ -97,6 +158,17 @@ PromiseReply Acceptor::Promise(const PromiseMsg& m) {
       r.ok = false;
       r.promised_epoch = p;
       return r;
+    }
+    if (journal_) {
+      // Durable before the reply (the journal skips an epoch it holds).
+      Status st = journal_->Health();
+      if (st.ok()) st = journal_->RecordPromise(m.epoch);
+      if (!st.ok()) {
+        r.ok = false;
+        r.promised_epoch = p;
+        r.error = "durability: " + st.message();
+        return r;
+      }
     }
     RaisePromiseLocked(m.epoch);
   }
@@ -157,25 +229,43 @@ void Acceptor::Compact(uint32_t t, uint64_t below, const EpochRecord& decided) {
     i++;
   }
   s.first_slot = i;
+  s.pending.erase(s.pending.begin(), s.pending.lower_bound(i));
 }
 
 void Acceptor::Reset(const std::vector<StreamSlots>& streams, uint64_t promised) {
   std::lock_guard<std::mutex> g(promise_mu_);
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& s : streams_) locks.emplace_back(s->mu);
+  // The adopted promise is durable first; if it cannot be, nothing changes
+  // (the journal failed: this member no longer answers).
+  if (journal_ && promised > promised_.load(std::memory_order_acquire) && !journal_->RecordPromise(promised).ok()) {
+    return;
+  }
   size_t bytes = 0;
   for (size_t t = 0; t < streams_.size() && t < streams.size(); t++) {
     StreamLog& s = *streams_[t];
     s.first_slot = streams[t].first_slot;
     s.slots.erase(s.slots.begin(), s.slots.lower_bound(s.first_slot));
+    s.pending.erase(s.pending.begin(), s.pending.lower_bound(s.first_slot));
     s.base_key = streams[t].base_key;
     s.base_barrier = streams[t].base_barrier;
     s.contig_epoch = 0;
     s.contig = 0;
+    s.dcontig_epoch = 0;
+    s.dcontig = 0;
     for (const Slot& slot : streams[t].slots) {
       if (slot.index < s.first_slot || !slot.value) continue;
-      auto [it, fresh] = s.slots.try_emplace(slot.index, slot);
-      if (!fresh && slot.ballot > it->second.ballot) it->second = slot;
+      auto it = s.slots.find(slot.index);
+      if (it != s.slots.end() && slot.ballot <= it->second.ballot) continue;
+      // An adopted vote is written like an accepted one; one that cannot
+      // be is not adopted (the member then lacks it, as if not sent).
+      uint64_t pos = 0;
+      if (journal_) {
+        if (!journal_->AppendSlot(static_cast<uint32_t>(t), slot, &pos).ok()) continue;
+        s.pending[slot.index] = pos;
+        s.pending_order.emplace_back(pos, slot.index);
+      }
+      s.slots[slot.index] = slot;
     }
     for (const auto& [i, slot] : s.slots) bytes += slot.value ? slot.value->bytes() : 0;
   }
@@ -190,14 +280,36 @@ DecidedPtr ControlAcceptor::latest() const {
   return latest_;
 }
 
-bool ControlAcceptor::Learn(const DecidedPtr& d) {
-  if (!d) return false;
-  std::lock_guard<std::mutex> g(mu_);
-  if (latest_ && !NewerRecord(*d, *latest_)) return false;
+bool ControlAcceptor::LearnLocked(const DecidedPtr& d, std::string* error) {
+  if (journal_) {
+    if (Status st = journal_->RecordDecided(d); !st.ok()) {
+      *error = "durability: " + st.message();
+      return false;
+    }
+  }
   latest_ = d;
   // Instances before the newest record are settled: forget them.
   instances_.erase(instances_.begin(), instances_.lower_bound(InstanceAfter(d.get())));
   return true;
+}
+
+bool ControlAcceptor::RecordVoteLocked(uint64_t instance, const Instance& in, std::string* error) {
+  if (!journal_) return true;
+  Status st = journal_->Health();
+  if (st.ok()) st = journal_->RecordControlVote(ControlVote{instance, in.promised, in.accepted_ballot, in.accepted});
+  if (!st.ok()) {
+    *error = "durability: " + st.message();
+    return false;
+  }
+  return true;
+}
+
+bool ControlAcceptor::Learn(const DecidedPtr& d) {
+  if (!d) return false;
+  std::lock_guard<std::mutex> g(mu_);
+  if (latest_ && !NewerRecord(*d, *latest_)) return false;
+  std::string error;
+  return LearnLocked(d, &error);
 }
 
 ControlAcceptor::Vote ControlAcceptor::Current() const {
@@ -215,13 +327,17 @@ ControlAcceptor::Vote ControlAcceptor::Current() const {
 void ControlAcceptor::Adopt(const Vote& v) {
   std::lock_guard<std::mutex> g(mu_);
   if (v.instance < InstanceAfter(latest_.get())) return;  // settled
-  Instance& in = instances_[v.instance];
+  Instance in;
+  if (auto it = instances_.find(v.instance); it != instances_.end()) in = it->second;
   in.promised = std::max(in.promised, v.promised);
   if (v.accepted && v.accepted_ballot > in.accepted_ballot) {
     in.accepted_ballot = v.accepted_ballot;
     in.accepted = v.accepted;
     in.promised = std::max(in.promised, v.accepted_ballot);
   }
+  std::string error;
+  if (!RecordVoteLocked(v.instance, in, &error)) return;  // the journal failed: this member no longer votes
+  instances_[v.instance] = in;
 }
 
 bool ControlAcceptor::HasState() const {
@@ -244,14 +360,18 @@ ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self, const s
   std::lock_guard<std::mutex> g(mu_);
   if (m.kind == ControlMsg::Kind::kLearn && m.value) {
     if (!latest_ || NewerRecord(*m.value, *latest_)) {
-      latest_ = m.value;
-      instances_.erase(instances_.begin(), instances_.lower_bound(InstanceAfter(m.value.get())));
+      if (!LearnLocked(m.value, &r.error)) {
+        r.latest = latest_;
+        return r;
+      }
     }
   }
   // The previous record travels with the proposal: it was decided.
   if (m.prev && InstanceAfter(m.prev.get()) == m.instance && (!latest_ || NewerRecord(*m.prev, *latest_))) {
-    latest_ = m.prev;
-    instances_.erase(instances_.begin(), instances_.lower_bound(m.instance));
+    if (!LearnLocked(m.prev, &r.error)) {
+      r.latest = latest_;
+      return r;
+    }
   }
   r.latest = latest_;
   if (m.kind == ControlMsg::Kind::kLearn || m.kind == ControlMsg::Kind::kQuery) {
@@ -282,6 +402,9 @@ ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self, const s
   r.promised = in.promised;
   if (m.kind == ControlMsg::Kind::kPrepare) {
     if (m.ballot <= in.promised) return r;
+    Instance next = in;
+    next.promised = m.ballot;
+    if (!RecordVoteLocked(m.instance, next, &r.error)) return r;
     in.promised = m.ballot;
     r.ok = true;
     r.promised = in.promised;
@@ -291,6 +414,7 @@ ControlReply ControlAcceptor::Handle(const ControlMsg& m, uint32_t self, const s
   }
   // kAccept
   if (m.ballot < in.promised || !m.value) return r;
+  if (!RecordVoteLocked(m.instance, Instance{m.ballot, m.ballot, m.value}, &r.error)) return r;
   in.promised = m.ballot;
   in.accepted_ballot = m.ballot;
   in.accepted = m.value;

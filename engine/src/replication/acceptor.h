@@ -13,9 +13,20 @@
 //     never changes its value: re-proposals keep what they found).
 //   - Slots below a stream's first_slot are compacted: they were replayed by
 //     this member and are reflected in its store (see Compact).
+//
+// With a journal (acceptor_journal.h; none: memory only, as before), what an
+// answer promises is durable first: a promise before Promise returns, and
+// an accepted slot counts in need_from (what a leader counts as held) only
+// once the journal says it is durable. Accept reports the prefix held in
+// memory separately (held_from), and DurableNeedFrom gives the durable one
+// again after the journal's listener said a stream's durable position moved;
+// so neither a follower's transport thread nor the leader's loop waits for an
+// fdatasync. Once the journal failed, accepts and promises fail with its
+// error (docs/replication.md, "Durability").
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +34,7 @@
 #include <mutex>
 #include <vector>
 
+#include "acceptor_journal.h"
 #include "membership.h"
 #include "types.h"
 
@@ -31,6 +43,13 @@ namespace rolis::replication {
 class Acceptor {
  public:
   explicit Acceptor(uint32_t streams);
+
+  // Makes every later change durable through `journal` (which outlives this
+  // acceptor). Set it before the first Accept or Promise, after restoring
+  // what the journal holds (Reset with the recovered slots and promise).
+  void SetJournal(AcceptorJournal* journal) { journal_ = journal; }
+  // OK without a journal.
+  Status JournalHealth() const { return journal_ ? journal_->Health() : Status::OK(); }
 
   uint32_t streams() const { return static_cast<uint32_t>(streams_.size()); }
   uint64_t promised() const { return promised_.load(std::memory_order_acquire); }
@@ -61,8 +80,16 @@ class Acceptor {
   void Reset(const std::vector<StreamSlots>& streams, uint64_t promised);
 
   // Proposer-side convenience: the leader's own vote for its proposal.
-  // Same as Accept, without a message.
+  // Same as Accept, without a message; *need_from is the durable prefix.
+  // False if a newer epoch was promised or the journal failed
+  // (JournalHealth() says which).
   bool AcceptLocal(uint32_t t, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from);
+
+  // need_from of stream t for a leader of `epoch` counting only durable
+  // slots: the first slot at or after max(first slot, log_start) not held
+  // durably with ballot == epoch. Without a journal, the need_from that
+  // Accept reports.
+  uint64_t DurableNeedFrom(uint32_t t, uint64_t epoch, uint64_t log_start);
 
  private:
   struct StreamLog {
@@ -74,15 +101,25 @@ class Acceptor {
     // need_from cache: slots [.., contig) are held with ballot contig_epoch.
     uint64_t contig_epoch = 0;
     uint64_t contig = 0;
+    // With a journal: slots written but not yet durable (index -> journal
+    // position), and the same in append order (position, index).
+    std::map<uint64_t, uint64_t> pending;
+    std::deque<std::pair<uint64_t, uint64_t>> pending_order;
+    // The durable prefix [.., dcontig) of ballot dcontig_epoch.
+    uint64_t dcontig_epoch = 0;
+    uint64_t dcontig = 0;
   };
   // Under s.mu.
-  bool AcceptLocked(StreamLog& s, const Slot& slot, uint64_t epoch, uint64_t log_start, uint64_t* need_from);
+  bool AcceptLocked(StreamLog& s, uint32_t t, const Slot& slot, uint64_t epoch, uint64_t log_start,
+                    uint64_t* need_from, std::string* error);
+  uint64_t DurableNeedFromLocked(StreamLog& s, uint32_t t, uint64_t epoch, uint64_t log_start);
   bool RaisePromiseLocked(uint64_t epoch);
 
   std::vector<std::unique_ptr<StreamLog>> streams_;
   std::mutex promise_mu_;  // serializes Promise/Reset (which take every stream lock)
   std::atomic<uint64_t> promised_{0};
   std::atomic<size_t> bytes_{0};
+  AcceptorJournal* journal_ = nullptr;
 };
 
 // One member's acceptor of the control stream: instance InstanceAfter(r)
@@ -90,6 +127,11 @@ class Acceptor {
 // membership change of the same epoch).
 class ControlAcceptor {
  public:
+  // As Acceptor::SetJournal: every vote and learned record is durable
+  // before the call returns; a failed write refuses the vote and changes
+  // nothing.
+  void SetJournal(AcceptorJournal* journal) { journal_ = journal; }
+
   // `promised` (if given) reads the member's promised epoch: a membership
   // record of an older epoch is refused once a newer epoch was promised.
   ControlReply Handle(const ControlMsg& m, uint32_t self, const std::function<uint64_t()>& promised = nullptr);
@@ -100,12 +142,7 @@ class ControlAcceptor {
   bool Learn(const DecidedPtr& d);
   // The instance this acceptor votes in (the successor of its latest
   // record) and its vote there.
-  struct Vote {
-    uint64_t instance = 0;
-    uint64_t promised = 0;
-    uint64_t accepted_ballot = 0;
-    DecidedPtr accepted;
-  };
+  using Vote = ControlVote;
   Vote Current() const;
   // A member that restarted empty adopts the votes of a majority of the
   // others in the current instance (the highest promise, the value of the
@@ -121,9 +158,14 @@ class ControlAcceptor {
     uint64_t accepted_ballot = 0;
     DecidedPtr accepted;
   };
+  // Under mu_: false (and *error set) if the journal refused.
+  bool LearnLocked(const DecidedPtr& d, std::string* error);
+  bool RecordVoteLocked(uint64_t instance, const Instance& in, std::string* error);
+
   mutable std::mutex mu_;
   std::map<uint64_t, Instance> instances_;
   DecidedPtr latest_;
+  AcceptorJournal* journal_ = nullptr;
 };
 
 // Reach bookkeeping shared by compaction, replay and the failover walk:

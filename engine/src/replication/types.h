@@ -81,6 +81,10 @@ struct AcceptReply {
   // First slot at or after max(first slot, log_start) that this acceptor does
   // not hold with ballot == epoch: it holds [.., need_from) of this epoch.
   uint64_t need_from = 0;
+  // With a durable acceptor need_from counts only slots on disk; this is the
+  // same prefix counting what is held in memory (a leader resends from here,
+  // not from need_from). 0: the same as need_from.
+  uint64_t held_from = 0;
   uint64_t replayed_next = 0;   // next slot this member will replay
   uint64_t first_slot = 0;      // slots below are compacted
   bool catching_up = false;     // when !ok: this member is not voting yet (state transfer)
