@@ -525,7 +525,7 @@ void Replica::AppendToLog(uint32_t t, LStream& s, BatchPtr b) {
   Slot slot{s.next_index, lepoch_, b};
   uint64_t need = 0;
   if (!acceptor_.AcceptLocal(t, slot, lepoch_, s.log_start, &need)) {
-    StepDownLocked(acceptor_.promised(), "this member promised a newer epoch");
+    OwnVoteRefusedLocked();
     return;
   }
   s.next_index++;
@@ -574,24 +574,39 @@ void Replica::HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time
   ps.heard = true;
   ps.last_reply = now;
   ps.replayed_next = r.replayed_next;
+  // With durability the peer counts (need_from) only what is on its disk,
+  // and holds (held_from) what it accepted in memory: resending starts from
+  // what it holds (docs/replication.md, "Durability").
+  const uint64_t held = r.held_from ? std::max(r.held_from, r.need_from) : r.need_from;
   if (r.need_from > ps.acked) ps.acked = r.need_from;
-  if (r.need_from > ps.prefix) {
-    ps.prefix = r.need_from;
+  if (held > ps.prefix) {
+    ps.prefix = held;
     ps.last_progress = now;
   }
   // The peer lacks a slot below one it just accepted (a drop, or it lost
   // its state): send again from there, at most once per retransmit period
   // for the same point.
-  if (r.need_from < ps.next_send && r.slot_index >= r.need_from &&
-      (r.need_from != ps.rewind_point || now - ps.last_rewind > opts_.retransmit)) {
-    ps.next_send = std::max(r.need_from, s.log_start);
-    ps.prefix = std::min(ps.prefix, std::max(r.need_from, s.log_start));
-    ps.rewind_point = r.need_from;
+  if (held < ps.next_send && r.slot_index >= held &&
+      (held != ps.rewind_point || now - ps.last_rewind > opts_.retransmit)) {
+    ps.next_send = std::max(held, s.log_start);
+    ps.prefix = std::min(ps.prefix, std::max(held, s.log_start));
+    ps.rewind_point = held;
     ps.last_rewind = now;
   }
 }
 
+// The leader's own vote counts once durable (docs/replication.md, "Durability";
+// the journal's listener wakes the loop).
+void Replica::RefreshOwnDurablePrefixLocked() {
+  if (!durability_ || lmode_ == LMode::kIdle) return;
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    LStream& s = *lstreams_[t];
+    s.self_prefix = std::max(s.self_prefix, acceptor_.DurableNeedFrom(t, lepoch_, s.log_start));
+  }
+}
+
 void Replica::Recompute(SteadyClock::time_point now) {
+  RefreshOwnDurablePrefixLocked();
   bool all_barriers = true;
   LogKey g{UINT64_MAX, UINT64_MAX};
   for (uint32_t t = 0; t < opts_.streams; t++) {
@@ -1904,6 +1919,7 @@ void Replica::CatchUpLoop() {
   SteadyClock::time_point failing_since{}, reported{};
   while (!member_.stopping.load()) {
     bool work = !member_.voting.load() || member_.needs_transfer.load();
+    if (!work) MaybeCheckpoint();
     if (work) {
       Status s = !member_.voting.load() ? Probe() : TransferState();
       const auto now = SteadyClock::now();
@@ -1965,6 +1981,7 @@ Status Replica::Probe() {
     // election: either way it may not vote before a state transfer.
     member_.needs_transfer.store(true);
     Status s = TransferState();
+    if (!s.ok()) NoteProbe(others_know, 1 + virgin);
     if (!s.ok()) return Status(s.code(), "the others hold state this member lacks, and its state transfer failed: " + s.message());
     return s;
   }
@@ -2154,6 +2171,8 @@ Status Replica::TransferState() {
     replayer_.ResumeLocked();  // the log after the snapshot may be here already
   }
   replayer_.Notify();
+  CheckpointAfterTransfer(snap);
+  SetDataLoss("");
   {
     std::lock_guard<std::mutex> g(lmu_);
     deposed_epoch_ = deposed_max_ts_ = 0;
@@ -2185,6 +2204,13 @@ ReplicaStatus Replica::GetStatus() const {
   st.log_bytes = acceptor_.bytes();
   st.state_transfers = state_transfers_.load();
   st.leader_snapshots = leader_snapshots_.load();
+  st.durable = durability_ != nullptr;
+  if (durability_) st.durability = durability_->Describe();
+  {
+    std::lock_guard<std::mutex> g(data_loss_mu_);
+    st.data_loss_suspected = !data_loss_.empty();
+    st.data_loss_reason = data_loss_;
+  }
   {
     const MemberState::Leader leader = member_.leader();
     st.epoch = leader.epoch;

@@ -34,6 +34,7 @@
 #include "acceptor.h"
 #include "codec.h"
 #include "member_calls.h"
+#include "member_durability.h"
 #include "member_state.h"
 #include "membership.h"
 #include "replayer.h"
@@ -128,6 +129,11 @@ struct ReplicaStatus {
   uint64_t log_bytes = 0;
   uint64_t state_transfers = 0;
   uint64_t leader_snapshots = 0;  // snapshots it served while leading (its writes paused)
+  // Durability (docs/replication.md, "Durability").
+  bool durable = false;         // a data directory keeps its votes
+  std::string durability;       // what it recovered and checkpointed
+  bool data_loss_suspected = false;
+  std::string data_loss_reason;
 };
 
 struct PrepareResult {
@@ -220,6 +226,20 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
   const ReplicaOptions& options() const { return opts_; }
 
+  // Durability (docs/replication.md, "Durability"; replica_durable.cc).
+  // After Attach, before Start: the member starts from what its data
+  // directory held. The store holds `checkpoint`'s writes already (null:
+  // none); `restore` loads the recovered acceptor and control state; then
+  // the journal is set on the acceptors and the replayer stands after the
+  // checkpoint. A member that had state votes at once (no start-up probe).
+  struct DiskStart {
+    bool had_state = false;
+    const SnapshotReply* checkpoint = nullptr;
+    std::function<void(Acceptor*, ControlAcceptor*)> restore;
+  };
+  void StartFromDisk(MemberDurability* durability, const DiskStart& start);
+  void SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vector<AcceptReply>* replies) override;
+
  private:
   struct PeerState;
   struct LStream;
@@ -289,6 +309,20 @@ class Replica final : public CommitHook, public ReplicaHandler {
   bool AwaitEngineSnapshot(std::chrono::milliseconds limit);
   Status ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out);  // every table, in key order
 
+  // Durability (replica_durable.cc).
+  void OnDurable(uint32_t stream);  // the journal's listener (its sync thread)
+  void RefreshOwnDurablePrefixLocked();  // under lmu_: the leader's own vote counts once durable
+  // Under lmu_: AcceptLocal refused the leader's own vote: a newer promise,
+  // or the disk (the member stops acknowledging and says why).
+  void OwnVoteRefusedLocked();
+  void CheckpointAfterTransfer(const SnapshotReply& snap);
+  void MaybeCheckpoint();  // catch-up loop, when idle: a follower's periodic checkpoint
+  // The start-up probe's view of data loss: the cluster had data (a member
+  // holds state) but this member and enough others came back empty that no
+  // majority holds it.
+  void NoteProbe(bool others_know, size_t empty_members);
+  void SetDataLoss(const std::string& why);  // empty: none
+
   // The ts floor: the clock's, tightened by what commits tell of the engine's
   // clock base (a commit's ts >> 8 is at most the engine's ticks, plus one).
   uint64_t Floor() const;
@@ -311,6 +345,11 @@ class Replica final : public CommitHook, public ReplicaHandler {
   Acceptor acceptor_;
   Replayer replayer_;
   ControlAcceptor control_;
+
+  MemberDurability* durability_ = nullptr;  // set by StartFromDisk, before Start
+  mutable std::mutex data_loss_mu_;  // a leaf
+  std::string data_loss_;
+  SteadyClock::time_point last_checkpoint_try_{};  // the catch-up thread's
 
   std::atomic<uint64_t> state_transfers_{0};
   std::atomic<uint64_t> leader_snapshots_{0};
