@@ -43,6 +43,12 @@ class MemberState {
   std::atomic<bool> needs_transfer{false};  // the store must be replaced by a state transfer
   std::atomic<bool> stopping{false};       // Replica::Stop has begun
 
+  // After this member's pending candidacy was dropped: a candidate becomes a
+  // follower (catching up if it holds discarded commits).
+  void LeaveCandidateRole() {
+    if (role.load() == Role::kCandidate) role.store(dirty.load() ? Role::kCatchingUp : Role::kFollower);
+  }
+
   // When this member last took an accept from an open leader, or promised
   // another candidate a newer epoch (or started).
   void NoteLeaderContact() {

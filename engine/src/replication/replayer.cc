@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "replica.h"
+#include "replica_status.h"
 #include "rolis/thread_name.h"
 
 namespace rolis::replication {

@@ -23,7 +23,16 @@ void Replica::StartFromDisk(MemberDurability* durability, const DiskStart& start
   AcceptorJournal* journal = durability->journal();
   acceptor_.SetJournal(journal);
   control_.SetJournal(journal);
-  journal->SetDurableListener([this](uint32_t t) { OnDurable(t); });
+  leader_.SetDurable(true);
+  StateTransfer::DurabilityHooks hooks;
+  hooks.transferred = [this](const SnapshotReply& snap) {
+    CheckpointAfterTransfer(snap);
+    SetDataLoss("");
+  };
+  hooks.idle = [this] { MaybeCheckpoint(); };
+  hooks.cannot_catch_up = [this](size_t empty) { NoteCannotCatchUp(empty); };
+  transfer_.SetDurabilityHooks(std::move(hooks));
+  journal->SetDurableListener([this](uint32_t) { leader_.OnDurable(); });
   if (start.checkpoint) {
     auto hold = replayer_.Hold();
     replayer_.RestartFromCheckpointLocked(*start.checkpoint);
@@ -37,29 +46,6 @@ void Replica::StartFromDisk(MemberDurability* durability, const DiskStart& start
     member_.voting.store(true);
     member_.role.store(Role::kFollower);
   }
-}
-
-void Replica::OnDurable(uint32_t) {
-  // Only a leader (or a candidate opening its epoch) counts its own vote;
-  // a follower's replies are settled by its connection threads.
-  const Role r = member_.role.load(std::memory_order_acquire);
-  if (r == Role::kLeader || r == Role::kCandidate) WakeLoop();
-}
-
-void Replica::OwnVoteRefusedLocked() {
-  if (Status h = acceptor_.JournalHealth(); !h.ok()) {
-    const std::string why = "this member's disk failed, it stops acknowledging: " + h.message();
-    std::fprintf(stderr, "rolis-repl %u: %s\n", opts_.id, why.c_str());
-    StepDownLocked(acceptor_.promised(), why.c_str());
-    return;
-  }
-  if (acceptor_.promised() > lepoch_) {
-    StepDownLocked(acceptor_.promised(), "this member promised a newer epoch");
-    return;
-  }
-  // A write refused for a full disk refuses that vote only; the leader
-  // cannot skip the slot, so it steps down rather than stall.
-  StepDownLocked(acceptor_.promised(), "this member could not write its own vote to its log (disk full?)");
 }
 
 void Replica::SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vector<AcceptReply>* replies) {
@@ -107,7 +93,7 @@ void Replica::MaybeCheckpoint() {
   // The leader's own checkpoint is left for later (docs/replication.md,
   // "Durability": its log grows until it follows again or restarts).
   const auto t0 = SteadyClock::now();
-  SnapshotReply snap = FollowerSnapshot();
+  SnapshotReply snap = snapshots_.ForCheckpoint();
   if (!snap.ok) return;
   Status s = durability_->WriteCheckpoint(snap);
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
@@ -120,12 +106,12 @@ void Replica::MaybeCheckpoint() {
   }
 }
 
-void Replica::NoteProbe(bool others_know, size_t empty_members) {
-  if (!others_know) return;
+void Replica::NoteCannotCatchUp(size_t empty_members) {
   // The probe returned as soon as a member with state answered: ask every
   // member again, waiting for all, before judging (this runs only while
   // the member cannot catch up).
-  if (empty_members < majority()) {
+  const size_t majority = opts_.members.size() / 2 + 1;
+  if (empty_members < majority) {
     PromiseMsg pm;
     pm.from = opts_.id;
     pm.peek = true;
@@ -134,7 +120,7 @@ void Replica::NoteProbe(bool others_know, size_t empty_members) {
       if (r.virgin) empty_members++;
     }
   }
-  if (empty_members < majority()) return;
+  if (empty_members < majority) return;
   SetDataLoss(std::to_string(empty_members) + " of the " + std::to_string(opts_.members.size()) +
               " members came back without state (this one included) while another holds the cluster's data: "
               "no majority holds it, so this member neither votes nor serves until a member's data directory "
@@ -150,6 +136,14 @@ void Replica::SetDataLoss(const std::string& why) {
     std::fprintf(stderr, "rolis-repl %u: data loss no longer suspected\n", opts_.id);
   }
   data_loss_ = why;
+}
+
+void Replica::FillDurabilityStatus(ReplicaStatus* st) const {
+  st->durable = durability_ != nullptr;
+  if (durability_) st->durability = durability_->Describe();
+  std::lock_guard<std::mutex> g(data_loss_mu_);
+  st->data_loss_suspected = !data_loss_.empty();
+  st->data_loss_reason = data_loss_;
 }
 
 }  // namespace rolis::replication

@@ -1,0 +1,123 @@
+#include "control_stream.h"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include "membership.h"
+#include "replica_common.h"
+
+namespace rolis::replication {
+
+Status ControlStream::DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
+  std::lock_guard<std::mutex> one(mu_);
+  *decided = false;
+  if (!member_->voting.load()) return Status::FailedPrecondition("this member is catching up: ask another member");
+  if (record.record.epoch <= expected_previous) {
+    return Status::InvalidArgument("the record's epoch must be above the expected previous epoch");
+  }
+  DecidedPtr latest = control_->latest();
+  if (!latest || latest->record.epoch < expected_previous) {
+    ControlMsg q;
+    q.kind = ControlMsg::Kind::kQuery;
+    q.from = member_->self();
+    const size_t maj = MajorityOf(member_->ConfigOf(latest).size());
+    for (auto& [id, r] : calls_->ControlAll(q, [maj](const auto& rs) { return rs.size() >= maj; })) learn_(r.latest);
+    latest = control_->latest();
+  }
+  if (latest && latest->record.epoch > expected_previous) {
+    *current = latest;
+    return Status::OK();
+  }
+  if (expected_previous > 0 && (!latest || latest->record.epoch != expected_previous)) {
+    return Status::FailedPrecondition("the record of epoch " + std::to_string(expected_previous) +
+                                      " is not known to be decided");
+  }
+  // The record follows the newest record of epoch expected_previous (the
+  // epoch's record, or its latest membership change).
+  DecidedPtr prev = expected_previous > 0 ? latest : nullptr;
+  Status s = ProposeLocked(prev, std::make_shared<const Decided>(record), current);
+  if (!s.ok()) return s;
+  *decided = **current == record;
+  return Status::OK();
+}
+
+Status ControlStream::ProposeLocked(const DecidedPtr& prev, const DecidedPtr& mine, DecidedPtr* current) {
+  const uint64_t instance = InstanceAfter(prev.get());
+  const std::vector<uint32_t> acceptors = MemberIds(member_->ConfigOf(prev));
+  auto newer = [&prev](const DecidedPtr& d) { return d && (!prev || NewerRecord(*d, *prev)); };
+  auto quorum = [&acceptors](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
+    std::vector<uint32_t> ok;
+    for (const auto& [id, r] : rs) {
+      if (r.ok) ok.push_back(id);
+    }
+    return HasMajority(acceptors, ok);
+  };
+  auto settled = [&](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
+    for (const auto& [id, r] : rs) {
+      if (newer(r.latest)) return true;
+    }
+    return quorum(rs);
+  };
+  DecidedPtr chosen;
+  uint64_t round = 1;
+  std::mt19937_64 rng(member_->self() * 7919 + mine->record.epoch + mine->config);
+  for (int attempt = 0; attempt < 20 && !chosen && !member_->stopping.load(); attempt++) {
+    const uint64_t ballot = (round << 8) | (member_->self() & 0xFF);
+    ControlMsg pm;
+    pm.kind = ControlMsg::Kind::kPrepare;
+    pm.from = member_->self();
+    pm.instance = instance;
+    pm.ballot = ballot;
+    pm.prev = prev;
+    uint64_t best_ballot = 0;
+    DecidedPtr value = mine;
+    uint64_t highest = 0;
+    auto promises = calls_->ControlAll(pm, settled);
+    for (auto& [id, r] : promises) {
+      if (newer(r.latest)) {
+        learn_(r.latest);
+        *current = r.latest;
+        return Status::OK();
+      }
+      highest = std::max(highest, r.promised);
+      if (r.ok && r.accepted && r.accepted_ballot > best_ballot) {
+        best_ballot = r.accepted_ballot;
+        value = r.accepted;  // Paxos: propose the value of the highest ballot accepted
+      }
+    }
+    if (quorum(promises)) {
+      ControlMsg am = pm;
+      am.kind = ControlMsg::Kind::kAccept;
+      am.value = value;
+      auto accepts = calls_->ControlAll(am, settled);
+      for (auto& [id, r] : accepts) {
+        if (newer(r.latest)) {
+          learn_(r.latest);
+          *current = r.latest;
+          return Status::OK();
+        }
+        highest = std::max(highest, r.promised);
+      }
+      if (quorum(accepts)) chosen = value;
+    }
+    if (!chosen) {
+      round = std::max(round, highest >> 8) + 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 20));
+    }
+  }
+  if (!chosen) {
+    return Unavailable("no majority of " + MembersString(member_->ConfigOf(prev)) + " answered the control stream");
+  }
+  learn_(chosen);
+  ControlMsg lm;
+  lm.kind = ControlMsg::Kind::kLearn;
+  lm.from = member_->self();
+  lm.instance = instance;
+  lm.value = chosen;
+  calls_->ControlAll(lm, [](const auto&) { return true; });  // tell the others; do not wait
+  *current = chosen;
+  return Status::OK();
+}
+
+}  // namespace rolis::replication
