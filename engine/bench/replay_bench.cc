@@ -4,7 +4,7 @@
 // that encodes every transaction with the replication codec (AppendTxn)
 // into batches of --batch-txns, as the leader's streams do. A follower
 // database then replays them, timed: decode (DecodeBatch) and apply
-// (ReplayApplier, the code replica.cc runs), for a "preloaded" follower
+// (ReplayApplier, the code Replayer runs), for a "preloaded" follower
 // (the load's batches applied first, untimed: the run's writes overwrite)
 // and an "empty" one (they insert). --path per-write times main's path
 // before ApplyReplicatedBatch instead (kept here for comparison): DecodeTxns,
@@ -161,7 +161,7 @@ Status Generate(const std::string& name, const Sizes& sz, Workload* out) {
   return Status::OK();
 }
 
-// main's replay path (replica.cc before ApplyReplicatedBatch).
+// The replay path before ApplyReplicatedBatch (one write at a time).
 void ApplyPerWrite(Database* db, Worker* worker, const std::vector<DecodedTxn>& txns, uint64_t epoch) {
   constexpr size_t kPrefetchTxns = 4;
   for (size_t pos = 0; pos < txns.size(); pos++) {
@@ -198,7 +198,7 @@ __attribute__((noinline)) void TimedReplay(Database* db, Worker* worker, const s
   for (const EncodedBatch& b : batches) {
     if (!DecodeBatch(b.payload, b.count, b.last_ts, &txns).ok()) std::abort();
     for (size_t i = 0; i < txns.size(); i++) applier.Add(txns.writes(i), kEpoch, txns.ts(i));
-    applier.Flush();  // as replica.cc does at the end of a batch
+    applier.Flush();  // as Replayer does at the end of a batch
     // One stream: all of it is applied up to here. (The replica raises the
     // horizon every 50 ms; without it replicated tombstones are never
     // reclaimed and every epoch change re-checks all of them.)

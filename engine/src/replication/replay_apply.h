@@ -1,5 +1,5 @@
 // Follower replay's last step: turns decoded transactions into engine
-// writes. The replay loop (replica.cc) picks transactions in replication
+// writes. The replay loop (replayer.cc) picks transactions in replication
 // order and queues them here; a flush hands the queued writes to
 // Database::ApplyReplicatedBatch in one call. rolis-replay-bench drives the
 // same code to measure it (docs/benchmarks.md, "Follower replay cost").

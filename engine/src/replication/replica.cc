@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
-#include <set>
 
 #include "replica_common.h"
-#include "rolis/thread_name.h"
 
 namespace rolis::replication {
 
@@ -51,7 +48,8 @@ Replica::Replica(ReplicaOptions options, Transport* transport, TsClock clock)
                 }),
       control_stream_(&member_, &calls_, &control_, [this](const DecidedPtr& d) { LearnRecord(d); }),
       failover_(opts_, &member_, &calls_, &acceptor_, &control_, &replayer_, &leader_, &transfer_,
-                [this](const DecidedPtr& d) { LearnRecord(d); }) {
+                [this](const DecidedPtr& d) { LearnRecord(d); }),
+      membership_(&member_, &leader_, &control_stream_, &control_) {
   if (opts_.probe_at_start && opts_.members.size() > 1) {
     member_.voting.store(false);
     member_.role.store(Role::kCatchingUp);
@@ -306,125 +304,6 @@ Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_
   } else {
     member_.AnnounceOwnAddress(record.record.epoch, leader_client_address);
   }
-  return Status::OK();
-}
-
-// ---------------------------------------------------------------------------
-// Membership changes (docs/replication.md, "Membership").
-
-Status Replica::ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout,
-                                 DecidedPtr* now) {
-  std::lock_guard<std::mutex> one(member_mu_);
-  const auto deadline = SteadyClock::now() + timeout;
-  const uint64_t e = leader_.open_epoch();
-  DecidedPtr cur = Latest();
-  if (e == 0 || !cur || cur->record.epoch != e) {
-    std::string who = leader_client_address();
-    return Status::FailedPrecondition("this member is not the open leader" +
-                                      (who.empty() ? std::string() : " (the leader serves clients at " + who + ")") +
-                                      ": ask the leader");
-  }
-  const std::vector<MemberAddr> from = member_.ConfigOf(cur);
-  MembershipChange ch;
-  Status s = CheckMembershipChange(from, target, opts_.id, &ch);
-  if (!s.ok()) return s;
-
-  // Waits (bounded) until a majority of every counted configuration holds
-  // the log up to `mark`; then only the newest configuration is counted.
-  auto settle = [&](const std::vector<uint64_t>& mark) -> Status {
-    while (!leader_.LogHeldSince(mark)) {
-      if (member_.stopping.load() || SteadyClock::now() > deadline) {
-        return Unavailable("configuration " + std::to_string(Latest()->config) +
-                           " is decided; a majority of it does not hold the log yet: send the same request again");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return leader_.CountOnly(e, MemberIds(member_.ConfigOf(Latest())));
-  };
-
-  if (ch.same) {
-    // An idempotent retry: wait for the change in force to settle, if it has not.
-    if (!leader_.JoiningConfig().empty()) {
-      if (Status ss = settle(leader_.NextSlots()); !ss.ok()) return ss;
-    }
-    *now = cur;
-    return Status::OK();
-  }
-  bool resume = false;  // a change whose decision was left unknown: decide it again
-  {
-    const std::vector<uint32_t> joining = leader_.JoiningConfig();
-    if (!joining.empty()) {
-      if (joining != MemberIds(ch.members)) {
-        std::vector<MemberAddr> pending;
-        for (uint32_t id : joining) pending.push_back(MemberAddr{id, ""});
-        return Status::FailedPrecondition("the change to " + MembersString(pending) +
-                                          " is not known to be decided yet: send that request again first");
-      }
-      resume = true;
-    }
-  }
-
-  // 1. A new member catches up before it counts: it is sent the log (it
-  //    catches up by state transfer if the log no longer reaches back to
-  //    what it holds) and must hold all of it as it was when we started.
-  if (ch.add && !resume) {
-    member_.Know({ch.member});
-    const std::vector<uint64_t> want = leader_.AddLearner(ch.member.id);
-    std::string behind;
-    for (;;) {
-      if (Status ls = leader_.LearnerProgress(e, ch.member.id, want, &behind); !ls.ok()) return ls;
-      if (behind.empty()) break;
-      if (member_.stopping.load() || SteadyClock::now() > deadline) {
-        leader_.DropLearner(ch.member.id);
-        return Unavailable("new member " + std::to_string(ch.member.id) + " at " + ch.member.address +
-                           " did not catch up within " + std::to_string(timeout.count()) + " ms (" + behind +
-                           "; is it running, started with --peers listing the new membership?): nothing changed");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
-  // 2. From here on the leader counts a majority of both configurations
-  //    (joint), so whichever one a later failover finds, it intersects
-  //    every majority that acknowledged; then the next configuration is
-  //    decided in the control-stream instance after the record in force.
-  const std::vector<uint64_t> mark = leader_.CountJoint(MemberIds(from), MemberIds(ch.members));
-  auto next = std::make_shared<Decided>(*cur);
-  next->config = cur->config + 1;
-  next->members = ch.members;
-  DecidedPtr chosen;
-  s = control_stream_.Propose(cur, next, &chosen);
-  if (!s.ok()) {
-    // It may or may not have been chosen: keep counting both (safe either
-    // way); the same request again finishes it.
-    return Status(s.code(), s.message() + " (the change may or may not be decided: send the same request again)");
-  }
-  if (chosen->record.epoch != e) {
-    return Status::Aborted("epoch " + std::to_string(chosen->record.epoch) + " was decided: this member no longer leads");
-  }
-  // A slot of stream 0 sent with the new record (0: no longer leading).
-  const uint64_t told = leader_.CarryRecord(e, chosen, MemberIds(from), MemberIds(member_.ConfigOf(chosen)));
-  if (!ch.add) {
-    // Best effort (1 s): the removed member learns that it no longer votes
-    // before it is no longer sent to (else it would still run for leader,
-    // and learn it only from the promises it asks for).
-    auto until = std::min(deadline, SteadyClock::now() + std::chrono::seconds(1));
-    while (SteadyClock::now() < until) {
-      if (leader_.PeerHolds(ch.member.id, told)) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  // 3. Settled: a majority of the new configuration holds the whole log
-  //    (what a majority of the old one held is copied onto it), so the
-  //    next change may go, and the old configuration is no longer counted.
-  if (Status ss = settle(mark); !ss.ok()) return ss;
-  *now = chosen;
-  if (*chosen != *next) {
-    return Status::Aborted("another membership change was decided first: the membership is now " +
-                           MembersString(member_.ConfigOf(chosen)) + "; send the request again if it still applies");
-  }
-  std::fprintf(stderr, "rolis-repl %u: configuration %lu: %s\n", opts_.id, static_cast<unsigned long>(chosen->config),
-               MembersString(member_.ConfigOf(chosen)).c_str());
   return Status::OK();
 }
 

@@ -1,59 +1,66 @@
-// One member of a replicated Rolis cluster (docs/replication.md): the
-// leader's per-worker streams and watermark, the follower's replay, the
-// failover steps the admin API drives, the control stream's epoch
-// decisions, and the catch-up of a member that restarted empty.
+// One member of a replicated Rolis cluster (docs/replication.md). Replica is
+// the coordinator: it owns the acceptors and one object per role, routes
+// the transport's messages and the admin API's calls to them, and learns
+// the leader and the decided records that every role depends on.
+//
+// The roles, each with its own state and lock (their headers say which
+// invariants of docs/replication.md they keep):
+//   - LeaderStreams (leader_streams.h): the commit path, the leader loop,
+//     G and the waiters for it (WatermarkWaiters), opening and stepping down;
+//   - Replayer (replayer.h): follower replay up to the leader's G;
+//   - SnapshotSource and StateTransfer (snapshot_source.h,
+//     state_transfer.h): snapshots served, the start-up probe and catch-up;
+//   - FailoverCoordinator (failover_coordinator.h): prepare, plan, open;
+//   - ControlStream (control_stream.h): epoch records and configurations
+//     decided on the control stream;
+//   - MembershipChanges (membership_changes.h): one member at a time;
+//   - MemberState (member_state.h): role, flags, the leader followed, the
+//     members known; MemberCalls (member_calls.h): fan-out to them.
 //
 // Threads:
 //   - workers call OnCommit (the CommitHook) holding their worker mutex;
-//   - the leader loop closes timed-out batches, sends Accepts, takes
-//     replies, advances G and completes the waiters;
-//   - the replay loop applies what the leader's G covers (followers);
-//   - the catch-up loop runs the start-up probe and state transfers;
+//   - the leader loop (LeaderStreams), the replay loop (Replayer) and the
+//     catch-up loop (StateTransfer) each run on a thread of their own;
 //   - transport threads call the ReplicaHandler methods;
-//   - admin threads call PrepareFailover/DecideEpoch/OpenEpoch/Announce.
+//   - admin threads call PrepareFailover/DecideEpoch/OpenEpoch/Announce and
+//     ChangeMembership.
+//
+// Lock order across the roles (a thread takes them in this order, and
+// never holds one while waiting for a fan-out's replies except the first
+// two): MembershipChanges' change lock, then FailoverCoordinator's step
+// lock or ControlStream's proposal lock; then a worker mutex; the snapshot
+// lock (SnapshotSource); the leader lock (LeaderStreams; a leader snapshot
+// holding the worker mutexes only try-locks it); the replay lock
+// (Replayer); and last the leaf locks (the waiters', the leader inbox, the
+// pending candidacy, MemberState's, the acceptors', the fan-out's).
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <future>
-#include <map>
-#include <set>
-#include <memory>
 #include <mutex>
-#include <queue>
-#include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "acceptor.h"
 #include "control_stream.h"
 #include "failover_coordinator.h"
-#include "codec.h"
+#include "leader_streams.h"
 #include "member_calls.h"
 #include "member_durability.h"
 #include "member_state.h"
-#include "leader_streams.h"
 #include "membership.h"
+#include "membership_changes.h"
 #include "replayer.h"
 #include "replica_options.h"
 #include "replica_status.h"
+#include "rolis/db.h"
 #include "snapshot_source.h"
 #include "state_transfer.h"
-#include "watermark_waiters.h"
-#include "replay_apply.h"
-#include "rolis/db.h"
-#include "spsc.h"
 #include "transport.h"
+#include "watermark_waiters.h"
 
 namespace rolis::replication {
-
-
 
 class Replica final : public CommitHook, public ReplicaHandler {
  public:
@@ -129,7 +136,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // itself), kAborted (a newer epoch, or another change, was decided),
   // kInternal "unavailable: ..." (the new member did not catch up: nothing
   // changed; or no majority answered: retry the same request).
-  Status ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout, DecidedPtr* now);
+  Status ChangeMembership(const std::vector<MemberAddr>& target, std::chrono::milliseconds timeout, DecidedPtr* now) {
+    return membership_.Change(target, timeout, now);
+  }
   // The configuration in force as this member knows it.
   std::vector<MemberAddr> Configuration() const { return member_.ConfigOf(Latest()); }
 
@@ -170,22 +179,25 @@ class Replica final : public CommitHook, public ReplicaHandler {
   void SetDataLoss(const std::string& why);  // empty: none
   void FillDurabilityStatus(ReplicaStatus* st) const;
 
-  // Membership.
-
   // After this member stopped leading: the record that followed the epoch
   // it led may be known already.
   void CheckDeposed();
-
-  // Follower.
+  // A leader of `epoch` (and its client address, if known) was heard of: a
+  // stale leader steps down, a candidacy for that epoch or an older one ends.
   void LearnLeader(uint64_t epoch, uint32_t leader, const std::string& addr);
+  // A decided record (from an accept, a reply or the operator).
   void LearnRecord(const DecidedPtr& d);
+  // A record newer than any known: its members can be called, the commits
+  // of an epoch this member led are checked against it.
   void OnNewRecord(const DecidedPtr& d);
   DecidedPtr Latest() const { return control_.latest(); }
 
   ReplicaOptions opts_;
   Transport* transport_;
   Database* db_ = nullptr;
+  bool started_ = false;
 
+  // Declared in the order they are built: each role gets the ones above it.
   MemberState member_;
   MemberCalls calls_;
   Acceptor acceptor_;
@@ -196,16 +208,13 @@ class Replica final : public CommitHook, public ReplicaHandler {
   StateTransfer transfer_;
   ControlStream control_stream_;
   FailoverCoordinator failover_;
+  MembershipChanges membership_;
 
-
-  std::mutex member_mu_;  // one membership change at a time
-
+  // Durability (replica_durable.cc).
   MemberDurability* durability_ = nullptr;  // set by StartFromDisk, before Start
   mutable std::mutex data_loss_mu_;  // a leaf
   std::string data_loss_;
   SteadyClock::time_point last_checkpoint_try_{};  // the catch-up thread's
-
-  bool started_ = false;
 };
 
 }  // namespace rolis::replication
