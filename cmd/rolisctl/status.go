@@ -34,7 +34,15 @@ type memberJSON struct {
 	CommittedTxns  uint64  `json:"committed_txns"`
 	UptimeSeconds  uint64  `json:"uptime_seconds"`
 	Streams        int     `json:"streams"`
-	Error          string  `json:"error,omitempty"`
+	// Durability (docs/operations.md, "Durability"): disk or memory, the
+	// data directory and the start-up recovery's summary; a member that came
+	// back empty while too few members hold the cluster's data says so.
+	Durability        string `json:"durability,omitempty"`
+	DataDir           string `json:"data_dir,omitempty"`
+	Recovery          string `json:"recovery,omitempty"`
+	DataLossSuspected bool   `json:"data_loss_suspected,omitempty"`
+	DataLossReason    string `json:"data_loss_reason,omitempty"`
+	Error             string `json:"error,omitempty"`
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -105,6 +113,8 @@ func statusRows(members []client.MemberStatus) []memberJSON {
 			row.Healthy, row.Version = st.GetHealthy(), st.GetVersion()
 			row.CommittedTxns, row.UptimeSeconds = st.GetCommittedTxns(), st.GetUptimeSeconds()
 			row.Streams = len(st.GetStreams())
+			row.Durability, row.DataDir, row.Recovery = st.GetDurability(), st.GetDataDir(), st.GetRecovery()
+			row.DataLossSuspected, row.DataLossReason = st.GetDataLossSuspected(), st.GetDataLossReason()
 			for _, mem := range st.GetMembers() {
 				if mem.GetId() == st.GetId() && row.Address == "" {
 					row.Address = mem.GetAddress()
@@ -144,4 +154,9 @@ func printStatusTable(out io.Writer, rows []memberJSON) {
 			r.WatermarkEpoch, r.Watermark, r.ReplayedEpoch, r.Replayed, lag, r.Healthy, r.AdminAddress, r.Version)
 	}
 	w.Flush()
+	for _, r := range rows {
+		if r.DataLossSuspected {
+			fmt.Fprintf(out, "member %d: DATA LOSS SUSPECTED: %s\n", r.ID, r.DataLossReason)
+		}
+	}
 }

@@ -122,6 +122,18 @@ uint64_t Acceptor::DurableNeedFrom(uint32_t t, uint64_t epoch, uint64_t log_star
   return DurableNeedFromLocked(s, t, epoch, log_start);
 }
 
+Status Acceptor::AwaitDurable(uint32_t t, SteadyClock::time_point deadline) {
+  if (!journal_) return Status::OK();
+  uint64_t position = 0;
+  {
+    StreamLog& s = *streams_[t];
+    std::lock_guard<std::mutex> g(s.mu);
+    if (!s.pending_order.empty()) position = s.pending_order.back().first;
+  }
+  if (position == 0) return Status::OK();
+  return journal_->WaitDurable(t, position, deadline);
+}
+
 AcceptReply Acceptor::Accept(const AcceptMsg& m) {
   AcceptReply r;
   r.stream = m.stream;

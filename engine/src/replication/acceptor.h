@@ -90,6 +90,10 @@ class Acceptor {
   // durably with ballot == epoch. Without a journal, the need_from that
   // Accept reports.
   uint64_t DurableNeedFrom(uint32_t t, uint64_t epoch, uint64_t log_start);
+  // With a journal: blocks until every slot of stream t written so far is
+  // durable (OK), the journal failed (its error) or `deadline` passed
+  // (ABORTED). OK at once without one.
+  Status AwaitDurable(uint32_t t, SteadyClock::time_point deadline);
 
  private:
   struct StreamLog {

@@ -186,7 +186,7 @@ void LeaderStreams::AppendToLog(uint32_t t, LeaderStream& s, BatchPtr b) {
   Slot slot{s.next_index, epoch_, b};
   uint64_t need = 0;
   if (!acceptor_->AcceptLocal(t, slot, epoch_, s.log_start, &need)) {
-    StepDownLocked(acceptor_->promised(), "this member promised a newer epoch");
+    OwnVoteRefusedLocked();
     return;
   }
   s.next_index++;
@@ -235,24 +235,29 @@ void LeaderStreams::HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock
   ps.heard = true;
   ps.last_reply = now;
   ps.replayed_next = r.replayed_next;
+  // With durability the peer counts (need_from) only what is on its disk,
+  // and holds (held_from) what it accepted in memory: resending starts from
+  // what it holds (docs/replication.md, "Durability").
+  const uint64_t held = HeldFrom(r);
   if (r.need_from > ps.acked) ps.acked = r.need_from;
-  if (r.need_from > ps.prefix) {
-    ps.prefix = r.need_from;
+  if (held > ps.prefix) {
+    ps.prefix = held;
     ps.last_progress = now;
   }
   // The peer lacks a slot below one it just accepted (a drop, or it lost
   // its state): send again from there, at most once per retransmit period
   // for the same point.
-  if (r.need_from < ps.next_send && r.slot_index >= r.need_from &&
-      (r.need_from != ps.rewind_point || now - ps.last_rewind > opts_.retransmit)) {
-    ps.next_send = std::max(r.need_from, s.log_start);
-    ps.prefix = std::min(ps.prefix, std::max(r.need_from, s.log_start));
-    ps.rewind_point = r.need_from;
+  if (held < ps.next_send && r.slot_index >= held &&
+      (held != ps.rewind_point || now - ps.last_rewind > opts_.retransmit)) {
+    ps.next_send = std::max(held, s.log_start);
+    ps.prefix = std::min(ps.prefix, std::max(held, s.log_start));
+    ps.rewind_point = held;
     ps.last_rewind = now;
   }
 }
 
 void LeaderStreams::AdvanceWatermark() {
+  RefreshOwnDurablePrefixLocked();
   bool all_barriers = true;
   LogKey g{UINT64_MAX, UINT64_MAX};
   for (uint32_t t = 0; t < opts_.streams; t++) {

@@ -170,6 +170,13 @@ class LeaderStreams {
   // Status of an open leader (false: not open).
   bool FillStatus(ReplicaStatus* st) const;
 
+  // --- Durability (leader_durable.cc; docs/replication.md, "Durability") ---
+  // The acceptor has a journal: the leader's own vote counts once durable.
+  // Before Start.
+  void SetDurable(bool on) { durable_ = on; }
+  // The journal's listener: a stream's durable position moved.
+  void OnDurable();
+
  private:
   enum class Mode { kIdle, kOpening, kOpen };
 
@@ -196,6 +203,12 @@ class LeaderStreams {
   void SendWindow(uint32_t t, LeaderStream& s, size_t p, SteadyClock::time_point now);
   void HandleReply(uint32_t peer, const AcceptReply& r, SteadyClock::time_point now);
   void AdvanceWatermark();
+  // Durability (leader_durable.cc), under mu_.
+  static uint64_t HeldFrom(const AcceptReply& r) { return r.held_from ? std::max(r.held_from, r.need_from) : r.need_from; }
+  void RefreshOwnDurablePrefixLocked();  // the own vote counts once durable
+  // AcceptLocal refused the own vote: a newer promise, or the disk (the
+  // member stops acknowledging and says why).
+  void OwnVoteRefusedLocked();
   void Compact(SteadyClock::time_point now);
   uint64_t CompactBelow(const LeaderStream& s, SteadyClock::time_point now) const;
 
@@ -267,6 +280,7 @@ class LeaderStreams {
   std::set<uint32_t> learners_;  // new members being caught up: sent to, not counted
   LogKey watermark_{};           // G
   std::vector<std::unique_ptr<LeaderStream>> streams_;
+  bool durable_ = false;  // set before Start
 
   std::thread thread_;
 };

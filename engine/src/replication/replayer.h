@@ -107,6 +107,13 @@ class Replayer {
   void SetPausedLocked(bool paused) { paused_ = paused; }
   // The store now holds `snap`: replay starts after it, with no leader yet.
   void RestartAfterSnapshotLocked(const SnapshotReply& snap);
+  // A member restarted from its checkpoint (docs/replication.md,
+  // "Durability"): as above, and its status shows the checkpoint's key as
+  // the G it knows until a leader's accept brings the leader's.
+  void RestartFromCheckpointLocked(const SnapshotReply& snap) {
+    RestartAfterSnapshotLocked(snap);
+    watermark_ = snap.at;
+  }
   // Ends a hold that changed the store or the log: replay resumes at once.
   void ResumeLocked() {
     paused_ = false;

@@ -322,6 +322,7 @@ ReplicaStatus Replica::GetStatus() const {
   st.log_bytes = acceptor_.bytes();
   st.state_transfers = transfer_.transfers();
   st.leader_snapshots = snapshots_.leader_snapshots();
+  FillDurabilityStatus(&st);
   {
     const MemberState::Leader leader = member_.leader();
     st.epoch = leader.epoch;

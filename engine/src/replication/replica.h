@@ -47,6 +47,7 @@
 #include "failover_coordinator.h"
 #include "leader_streams.h"
 #include "member_calls.h"
+#include "member_durability.h"
 #include "member_state.h"
 #include "membership.h"
 #include "membership_changes.h"
@@ -154,7 +155,30 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
   const ReplicaOptions& options() const { return opts_; }
 
+  // Durability (docs/replication.md, "Durability"; replica_durable.cc).
+  // After Attach, before Start: the member starts from what its data
+  // directory held. The store holds `checkpoint`'s writes already (null:
+  // none); `restore` loads the recovered acceptor and control state; then
+  // the journal is set on the acceptors and the replayer stands after the
+  // checkpoint. A member that had state votes at once (no start-up probe).
+  struct DiskStart {
+    bool had_state = false;
+    const SnapshotReply* checkpoint = nullptr;
+    std::function<void(Acceptor*, ControlAcceptor*)> restore;
+  };
+  void StartFromDisk(MemberDurability* durability, const DiskStart& start);
+  void SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vector<AcceptReply>* replies) override;
+
  private:
+  // Durability (replica_durable.cc).
+  void CheckpointAfterTransfer(const SnapshotReply& snap);
+  void MaybeCheckpoint();  // the catch-up thread, when idle: a follower's periodic checkpoint
+  // A member that came back empty and cannot catch up: when no majority
+  // holds the cluster's data it says so (status and log).
+  void NoteCannotCatchUp(size_t empty_members);
+  void SetDataLoss(const std::string& why);  // empty: none
+  void FillDurabilityStatus(ReplicaStatus* st) const;
+
   // After this member stopped leading: the record that followed the epoch
   // it led may be known already.
   void CheckDeposed();
@@ -185,6 +209,12 @@ class Replica final : public CommitHook, public ReplicaHandler {
   ControlStream control_stream_;
   FailoverCoordinator failover_;
   MembershipChanges membership_;
+
+  // Durability (replica_durable.cc).
+  MemberDurability* durability_ = nullptr;  // set by StartFromDisk, before Start
+  mutable std::mutex data_loss_mu_;  // a leaf
+  std::string data_loss_;
+  SteadyClock::time_point last_checkpoint_try_{};  // the catch-up thread's
 };
 
 }  // namespace rolis::replication

@@ -31,6 +31,11 @@ struct ReplicaStatus {
   uint64_t log_bytes = 0;
   uint64_t state_transfers = 0;
   uint64_t leader_snapshots = 0;  // snapshots it served while leading (its writes paused)
+  // Durability (docs/replication.md, "Durability").
+  bool durable = false;         // a data directory keeps its votes
+  std::string durability;       // what it recovered and checkpointed
+  bool data_loss_suspected = false;
+  std::string data_loss_reason;
 };
 
 }  // namespace rolis::replication

@@ -49,6 +49,9 @@ class SnapshotSource {
   // A snapshot for another member: the leader's, or a caught-up follower's.
   SnapshotReply Serve();
   uint64_t leader_snapshots() const { return leader_snapshots_.load(); }
+  // A caught-up follower's snapshot for its own checkpoint (docs/replication.md,
+  // "Durability"); not ok on a leader or a member that is not caught up.
+  SnapshotReply ForCheckpoint() { return FollowerSnapshot(); }
 
   // For a state transfer: the lock of the snapshot worker (take it before
   // holding replay), and under it (replay held and quiesced) the local keys

@@ -35,6 +35,7 @@ void StateTransfer::Loop() {
   SteadyClock::time_point failing_since{}, reported{};
   while (!member_->stopping.load()) {
     bool work = !member_->voting.load() || member_->needs_transfer.load();
+    if (!work && hooks_.idle) hooks_.idle();
     if (work) {
       Status s = !member_->voting.load() ? Probe() : Transfer();
       const auto now = SteadyClock::now();
@@ -96,6 +97,7 @@ Status StateTransfer::Probe() {
     // election: either way it may not vote before a state transfer.
     member_->needs_transfer.store(true);
     Status s = Transfer();
+    if (!s.ok() && hooks_.cannot_catch_up) hooks_.cannot_catch_up(1 + virgin);
     if (!s.ok()) return Status(s.code(), "the others hold state this member lacks, and its state transfer failed: " + s.message());
     return s;
   }
@@ -227,6 +229,7 @@ Status StateTransfer::Transfer() {
   }
   // 3. The store becomes the snapshot, with the votes adopted.
   if (Status s = InstallSnapshot(snap, AdoptedSlots(snap, oks), max_promised, newest, oks); !s.ok()) return s;
+  if (hooks_.transferred) hooks_.transferred(snap);
   leader_->ForgetDeposed();
   member_->dirty.store(false);
   member_->needs_transfer.store(false);

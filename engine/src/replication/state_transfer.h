@@ -68,6 +68,20 @@ class StateTransfer {
   void Request();
   uint64_t transfers() const { return transfers_.load(); }
 
+  // Durability (docs/replication.md, "Durability"; set before Start):
+  // `transferred` runs after a transfer installed the store and the votes
+  // (the checkpoint that closes the log's gap), `idle` while there is
+  // nothing to catch up (a follower's periodic checkpoint), and
+  // `cannot_catch_up` after a probe found that others hold state and the
+  // transfer failed, with how many members (this one included) said they
+  // have none.
+  struct DurabilityHooks {
+    std::function<void(const SnapshotReply&)> transferred;
+    std::function<void()> idle;
+    std::function<void(size_t empty_members)> cannot_catch_up;
+  };
+  void SetDurabilityHooks(DurabilityHooks h) { hooks_ = std::move(h); }
+
  private:
   // The votes of a configuration's members that this member adopts.
   struct Votes {
@@ -102,6 +116,7 @@ class StateTransfer {
   const std::function<void(const DecidedPtr&)> learn_leader_;
   Database* db_ = nullptr;
   std::atomic<uint64_t> transfers_{0};
+  DurabilityHooks hooks_;
 
   std::mutex catch_mu_;
   std::condition_variable cv_;

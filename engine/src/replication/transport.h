@@ -14,11 +14,19 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "rolis/status.h"
 #include "types.h"
 
 namespace rolis::replication {
+
+// An accept that HandleAccept took, as SettleAccepts needs it.
+struct AcceptedRef {
+  uint32_t stream = 0;
+  uint64_t epoch = 0;
+  uint64_t log_start = 0;
+};
 
 // What a member serves to its peers (implemented by Replica).
 class ReplicaHandler {
@@ -28,6 +36,12 @@ class ReplicaHandler {
   virtual PromiseReply HandlePromise(const PromiseMsg& m) = 0;
   virtual ControlReply HandleControl(const ControlMsg& m) = 0;
   virtual SnapshotReply HandleSnapshot(const SnapshotMsg& m) = 0;
+  // After a group of accepts taken together (the frames a connection had
+  // buffered), before their replies go out: with durability, waits once
+  // until what they accepted is durable and refreshes each reply's
+  // need_from (group commit over pipelined batches: docs/replication.md,
+  // "Durability"). replies[i] answers accepted[i]. Default: nothing.
+  virtual void SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vector<AcceptReply>* replies) {}
   // The reply to an Accept this member sent.
   virtual void OnAcceptReply(uint32_t peer, const AcceptReply& r) = 0;
   // The connection of stream `stream` to `peer` was (re)established or

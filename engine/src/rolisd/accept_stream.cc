@@ -135,6 +135,30 @@ bool FrameConn::ReadFrameView(std::string_view* out) {
   return true;
 }
 
+bool FrameConn::HasBufferedFrame() const {
+  if (end_ - start_ < 4) return false;
+  const uint32_t n = GetLength(buf_.data() + start_);
+  return n <= max_frame_ && end_ - start_ >= 4 + size_t{n};
+}
+
+bool FrameConn::WriteFrames(const std::vector<std::string>& frames) {
+  if (frames.size() == 1) return WriteFrame(frames[0]);
+  std::vector<char> heads(4 * frames.size());
+  std::vector<iovec> v;
+  v.reserve(2 * frames.size());
+  for (size_t i = 0; i < frames.size(); i++) {
+    if (frames[i].size() > max_frame_) return false;
+    PutLength(heads.data() + 4 * i, static_cast<uint32_t>(frames[i].size()));
+    v.push_back({heads.data() + 4 * i, 4});
+    v.push_back({const_cast<char*>(frames[i].data()), frames[i].size()});
+  }
+  // writev takes at most IOV_MAX parts at a time.
+  for (size_t at = 0; at < v.size(); at += 1024) {
+    if (!s_->WriteAll(v.data() + at, static_cast<int>(std::min<size_t>(1024, v.size() - at)))) return false;
+  }
+  return true;
+}
+
 bool FrameConn::ReadFrame(std::string* out) {
   std::string_view v;
   if (!ReadFrameView(&v)) return false;
@@ -230,6 +254,29 @@ bool AcceptStreamListener::Start(uint16_t port, std::string* error) {
   return true;
 }
 
+AcceptStreamListener::MakeGroup AcceptStreamListener::OneByOne(Serve serve) {
+  class Group final : public FrameGroup {
+   public:
+    explicit Group(const Serve* serve) : serve_(serve) {}
+    Served Add(std::string_view request) override {
+      std::string reply;
+      const Served s = (*serve_)(request, &reply);
+      if (s == Served::kReply) queued_.push_back(std::move(reply));
+      return s;
+    }
+    void Finish(std::vector<std::string>* replies) override {
+      for (std::string& r : queued_) replies->push_back(std::move(r));
+      queued_.clear();
+    }
+
+   private:
+    const Serve* serve_;
+    std::vector<std::string> queued_;
+  };
+  auto shared = std::make_shared<Serve>(std::move(serve));
+  return [shared] { return std::unique_ptr<FrameGroup>(std::make_unique<Group>(shared.get())); };
+}
+
 void AcceptStreamListener::Stop() {
   if (stop_.exchange(true)) return;
   if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);
@@ -315,11 +362,17 @@ void AcceptStreamListener::ServeConnection(Conn* c, int fd) {
   if (conn && conn->ReadPreface()) {
     if (plaintext) read_timeout(std::chrono::milliseconds(0));  // a leader may be quiet for long
     std::string_view request;
-    std::string reply;
+    std::unique_ptr<FrameGroup> group = make_group_();
+    std::vector<std::string> replies;
     while (!stop_.load() && conn->ReadFrameView(&request)) {
-      reply.clear();
-      const Served served = serve_(request, &reply);
-      if (served == Served::kClose || (served == Served::kReply && !conn->WriteFrame(reply))) break;
+      // This frame and every whole frame already buffered after it.
+      bool close = group->Add(request) == Served::kClose;
+      for (size_t n = 1; !close && n < kMaxGroup && conn->HasBufferedFrame() && conn->ReadFrameView(&request); n++) {
+        close = group->Add(request) == Served::kClose;
+      }
+      replies.clear();
+      group->Finish(&replies);
+      if (close || (!replies.empty() && !conn->WriteFrames(replies))) break;
     }
   }
   std::lock_guard<std::mutex> g(mu_);

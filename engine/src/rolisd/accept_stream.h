@@ -66,6 +66,10 @@ class FrameConn {
   // The same, without a copy: *out points into this connection's buffer
   // and is valid until its next read.
   bool ReadFrameView(std::string_view* out);
+  // A whole frame is in the buffer already (ReadFrameView will not block).
+  bool HasBufferedFrame() const;
+  // Several frames in one write.
+  bool WriteFrames(const std::vector<std::string>& frames);
   bool ReadPreface();
   void Shutdown() { s_->Shutdown(); }
 
@@ -94,11 +98,28 @@ struct StreamSecurity {
 
 // The follower's side: accepts connections and serves each on a thread of
 // its own; `serve` answers one request frame.
+//
+// The frames a connection has buffered together (a leader pipelines its
+// accepts) are served as a group: each is handed to the connection's
+// FrameGroup, then Finish gives the replies of the whole group, which go
+// out in one write. With durability that is where a group waits once for
+// its fdatasync (group commit over pipelined batches: docs/replication.md,
+// "Durability").
 class AcceptStreamListener {
  public:
   enum class Served { kReply, kNoReply, kClose };
   // `request` is valid only during the call (it is the connection's buffer).
   using Serve = std::function<Served(std::string_view request, std::string* reply)>;
+  class FrameGroup {
+   public:
+    virtual ~FrameGroup() = default;
+    // kReply: a reply is queued for Finish; kClose: the connection closes.
+    virtual Served Add(std::string_view request) = 0;
+    // Appends the queued replies, in order, and empties the queue.
+    virtual void Finish(std::vector<std::string>* replies) = 0;
+  };
+  using MakeGroup = std::function<std::unique_ptr<FrameGroup>()>;
+  static constexpr size_t kMaxGroup = 256;  // frames served before their replies go out
   // At most `max_connections` are served at once (a leader needs one per
   // worker stream); beyond it a new connection is closed at once, so that
   // callers that open connections and never close them cannot use up the
@@ -108,7 +129,11 @@ class AcceptStreamListener {
   // says nothing does not hold one of those places.
   AcceptStreamListener(StreamSecurity security, size_t max_frame, Serve serve, size_t max_connections = 1024,
                        std::chrono::milliseconds preface_timeout = std::chrono::seconds(5))
-      : security_(std::move(security)), max_frame_(max_frame), serve_(std::move(serve)),
+      : security_(std::move(security)), max_frame_(max_frame), make_group_(OneByOne(std::move(serve))),
+        max_connections_(max_connections), preface_timeout_(preface_timeout) {}
+  AcceptStreamListener(StreamSecurity security, size_t max_frame, MakeGroup make_group, size_t max_connections = 1024,
+                       std::chrono::milliseconds preface_timeout = std::chrono::seconds(5))
+      : security_(std::move(security)), max_frame_(max_frame), make_group_(std::move(make_group)),
         max_connections_(max_connections), preface_timeout_(preface_timeout) {}
   ~AcceptStreamListener() { Stop(); }
   // Listens on every interface at `port` (0: any free port). False with the
@@ -128,9 +153,10 @@ class AcceptStreamListener {
   void AcceptLoop();
   void ServeConnection(Conn* c, int fd);
   void ReapDone();
+  static MakeGroup OneByOne(Serve serve);  // a group over a per-frame Serve
   StreamSecurity security_;
   size_t max_frame_;
-  Serve serve_;
+  MakeGroup make_group_;
   size_t max_connections_;
   std::chrono::milliseconds preface_timeout_;
   int listen_fd_ = -1;

@@ -77,24 +77,58 @@ void GrpcTransport::Stop() {
   if (drop_watcher_.joinable()) drop_watcher_.join();
 }
 
-bool GrpcTransport::ListenAcceptStream(uint16_t port, std::string* error) {
-  auto serve = [this](std::string_view request, std::string* reply) {
+namespace {
+
+// The accepts a connection had buffered together: taken one by one, then
+// settled at once (durable replies: ReplicaHandler::SettleAccepts) and
+// answered in one write.
+class AcceptGroup final : public AcceptStreamListener::FrameGroup {
+ public:
+  explicit AcceptGroup(GrpcTransport* t) : t_(t) {}
+  AcceptStreamListener::Served Add(std::string_view request) override {
     // Parsed from the connection's buffer: the batch's bytes are copied
     // once, into the message (a follower's CPU also runs replay).
     v1::AcceptRequest req;
     if (!req.ParseFromArray(request.data(), static_cast<int>(request.size()))) {
       return AcceptStreamListener::Served::kClose;
     }
-    v1::AcceptResponse resp;
-    switch (ServeAccept(std::move(req), &resp)) {
-      case Served::kNotReady: return AcceptStreamListener::Served::kClose;
-      case Served::kDropped: return AcceptStreamListener::Served::kNoReply;
-      case Served::kReply: break;
+    AcceptReply r;
+    AcceptedRef ref;
+    switch (t_->TakeAccept(std::move(req), &r, &ref)) {
+      case GrpcTransport::Served::kNotReady: return AcceptStreamListener::Served::kClose;
+      case GrpcTransport::Served::kDropped: return AcceptStreamListener::Served::kNoReply;
+      case GrpcTransport::Served::kReply: break;
     }
-    resp.SerializeToString(reply);
+    replies_.push_back(std::move(r));
+    refs_.push_back(ref);
     return AcceptStreamListener::Served::kReply;
+  }
+  void Finish(std::vector<std::string>* out) override {
+    if (replies_.empty()) return;
+    if (ReplicaHandler* h = t_->handler()) h->SettleAccepts(refs_, &replies_);
+    for (const AcceptReply& r : replies_) {
+      resp_.Clear();
+      wire::ToWire(r, &resp_);
+      resp_.SerializeToString(&out->emplace_back());
+    }
+    replies_.clear();
+    refs_.clear();
+  }
+
+ private:
+  GrpcTransport* t_;
+  std::vector<AcceptReply> replies_;
+  std::vector<AcceptedRef> refs_;
+  v1::AcceptResponse resp_;
+};
+
+}  // namespace
+
+bool GrpcTransport::ListenAcceptStream(uint16_t port, std::string* error) {
+  AcceptStreamListener::MakeGroup make = [this] {
+    return std::unique_ptr<AcceptStreamListener::FrameGroup>(std::make_unique<AcceptGroup>(this));
   };
-  auto l = std::make_unique<AcceptStreamListener>(o_.security, static_cast<size_t>(o_.max_message_bytes), serve);
+  auto l = std::make_unique<AcceptStreamListener>(o_.security, static_cast<size_t>(o_.max_message_bytes), make);
   if (!l->Start(port, error)) return false;
   listener_ = std::move(l);
   return true;
@@ -274,13 +308,13 @@ const grpc::Status kNotReady(grpc::StatusCode::UNAVAILABLE, "replication is not 
 const grpc::Status kDropped(grpc::StatusCode::UNAVAILABLE, "dropped (test partition)");
 }  // namespace
 
-GrpcTransport::Served GrpcTransport::ServeAccept(v1::AcceptRequest&& req, v1::AcceptResponse* resp) {
+GrpcTransport::Served GrpcTransport::TakeAccept(v1::AcceptRequest&& req, AcceptReply* reply, AcceptedRef* ref) {
   ReplicaHandler* h = handler();
   if (!h) return Served::kNotReady;
   if (Dropped(req.from())) return Served::kDropped;  // as if lost on the way
   AcceptMsg m;
   std::string err;
-  AcceptReply r;
+  AcceptReply& r = *reply;
   const uint32_t stream_id = req.stream();
   const uint64_t slot_index = req.slot().index();
   if (!wire::FromWire(std::move(req), &m, &err)) {
@@ -288,11 +322,22 @@ GrpcTransport::Served GrpcTransport::ServeAccept(v1::AcceptRequest&& req, v1::Ac
     r.stream = stream_id;
     r.slot_index = slot_index;
     r.error = err;
+    r.ok = false;
   } else {
     r = h->HandleAccept(m);
+    *ref = AcceptedRef{m.stream, m.epoch, m.log_start};
   }
+  return Served::kReply;
+}
+
+GrpcTransport::Served GrpcTransport::ServeAccept(v1::AcceptRequest&& req, v1::AcceptResponse* resp) {
+  std::vector<AcceptReply> r(1);
+  std::vector<AcceptedRef> ref(1);
+  const Served s = TakeAccept(std::move(req), &r[0], &ref[0]);
+  if (s != Served::kReply) return s;
+  if (ReplicaHandler* h = handler()) h->SettleAccepts(ref, &r);
   resp->Clear();
-  wire::ToWire(r, resp);
+  wire::ToWire(r[0], resp);
   return Served::kReply;
 }
 

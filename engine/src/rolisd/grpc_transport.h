@@ -82,6 +82,8 @@ class GrpcTransport final : public Transport {
   // One accept received on either path, answered in *resp when kReply.
   enum class Served { kReply, kDropped, kNotReady };
   Served ServeAccept(v1::AcceptRequest&& req, v1::AcceptResponse* resp);
+  // The same, leaving the reply for SettleAccepts (*ref: what was taken).
+  Served TakeAccept(v1::AcceptRequest&& req, AcceptReply* reply, AcceptedRef* ref);
 
   // The test knob: true when traffic with `peer` is dropped.
   bool Dropped(uint32_t peer) const {

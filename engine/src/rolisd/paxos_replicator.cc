@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "durability/durable_member.h"
 #include "replication/election_timer.h"
 #include "host_port.h"
 #include "wire.h"
@@ -112,7 +113,25 @@ void PaxosReplicator::Attach(Database* db, std::vector<std::mutex*> worker_mutex
   uint64_t after = MonotonicNanos();
   nanos_after_open_.store(after, std::memory_order_release);
   spdlog::info("replication: the engine's clock base is known within {} us", (after - nanos_before_open_) / 1000);
+  db_ = db;
   replica_->Attach(db, std::move(worker_mutexes));
+}
+
+Status PaxosReplicator::Recover() {
+  const server::ServerConfig& c = o_.config;
+  if (c.durability != server::Durability::kDisk) {
+    spdlog::info("durability: memory (a member that restarts forgets its votes and catches up by state transfer; "
+                 "--data-dir keeps them)");
+    return Status::OK();
+  }
+  durability::DurableMemberOptions dm;
+  dm.dir = c.data_dir;
+  dm.streams = replica_->options().streams;
+  if (Status s = durability::DurableMember::Open(dm, db_, replica_.get(), &durable_); !s.ok()) return s;
+  spdlog::info("durability: disk, data directory {}: {}; {}", c.data_dir, durable_->recovery_summary(),
+               durable_->had_state() ? "it had state: it votes at once"
+                                     : "empty: it probes the others (a new cluster, or it catches up by state transfer)");
+  return Status::OK();
 }
 
 void PaxosReplicator::Start() {
@@ -267,6 +286,11 @@ void PaxosReplicator::FillStatus(v1::StatusResponse* out) const {
   out->set_leader_id(st.leader_id);
   out->set_leader_address(st.leader_address);
   if (st.decided) wire::ToWire(*st.decided, out->mutable_decided());
+  out->set_durability(server::DurabilityName(o_.config.durability));
+  out->set_data_dir(o_.config.data_dir);
+  out->set_recovery(st.durability);
+  out->set_data_loss_suspected(st.data_loss_suspected);
+  out->set_data_loss_reason(st.data_loss_reason);
   std::lock_guard<std::mutex> g(members_mu_);
   // The voting members of the configuration in force (membership.h).
   for (const MemberAddr& p : st.members) {

@@ -18,6 +18,10 @@
 #include "server/config.h"
 #include "server/replicator.h"
 
+namespace rolis::durability {
+class DurableMember;
+}
+
 namespace rolis::replication {
 
 struct PaxosReplicatorOptions {
@@ -47,6 +51,8 @@ class PaxosReplicator final : public server::Replicator {
   void RegisterStream(WorkerId worker, uint32_t stream) override { replica_->RegisterStream(worker, stream); }
   void Attach(Database* db, std::vector<std::mutex*> worker_mutexes) override;
   void SetSnapshotEpochUnpinner(std::function<size_t()> f) override { replica_->SetSnapshotEpochUnpinner(std::move(f)); }
+  // --durability=disk: recovers --data-dir into the member (durable_member.h).
+  Status Recover() override;
   void Start() override;
   void Stop() override;
 
@@ -89,6 +95,10 @@ class PaxosReplicator final : public server::Replicator {
   std::atomic<uint64_t> nanos_after_open_{UINT64_MAX};
   std::unique_ptr<GrpcTransport> transport_;
   std::unique_ptr<Replica> replica_;
+  Database* db_ = nullptr;
+  // After replica_: destroyed first (its sync thread calls the replica),
+  // once Stop has stopped the replica's threads.
+  std::unique_ptr<durability::DurableMember> durable_;
   std::unique_ptr<ReplicationService> service_;
   std::unique_ptr<grpc::Server> server_;
   mutable std::mutex members_mu_;

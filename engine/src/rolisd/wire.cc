@@ -129,6 +129,7 @@ void ToWire(const AcceptReply& r, v1::AcceptResponse* out) {
   out->set_slot_index(r.slot_index);
   out->set_member_id(r.from);
   out->set_need_from(r.need_from);
+  out->set_held_from(r.held_from);
   out->set_replayed_next(r.replayed_next);
   out->set_first_slot(r.first_slot);
   out->set_catching_up(r.catching_up);
@@ -143,6 +144,7 @@ AcceptReply FromWire(const v1::AcceptResponse& w) {
   r.slot_index = w.slot_index();
   r.from = w.member_id();
   r.need_from = w.need_from();
+  r.held_from = w.held_from();
   r.replayed_next = w.replayed_next();
   r.first_slot = w.first_slot();
   r.catching_up = w.catching_up();

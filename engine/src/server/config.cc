@@ -181,6 +181,8 @@ std::optional<std::vector<Peer>> ParsePeers(const std::string& text, std::string
   return peers;
 }
 
+const char* DurabilityName(Durability d) { return d == Durability::kDisk ? "disk" : "memory"; }
+
 std::string ServerConfig::ClientAddress() const {
   if (!advertise_address.empty()) return advertise_address;
   return listen;
@@ -199,13 +201,15 @@ std::string ServerConfig::Summary() const {
   }
   return fmt::format(
       "listen={} admin_listen={} metrics_listen={} advertise_address={} id={} peers=[{}] election={} "
+      "durability={} data_dir={} "
       "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms huge_pages={} prefault_memory={} "
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
       "tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
-      election == Election::kNone ? "none" : "builtin", worker_threads, replication_streams, table_list, epoch_period_ms,
+      election == Election::kNone ? "none" : "builtin", DurabilityName(durability), data_dir.empty() ? "-" : data_dir,
+      worker_threads, replication_streams, table_list, epoch_period_ms,
       huge_pages ? "on" : "off", FormatBytes(prefault_memory),
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
       max_execute_retries, max_key_bytes, max_value_bytes, max_ops_per_txn, max_open_txns, max_scan_limit,
@@ -232,6 +236,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB", prefault = "0";
   std::string peers, tables = "kv", election = "none", log_format = "text";
   std::string batch_timeout = "1ms", election_timeout = "1500ms";
+  std::string durability;
 
   // Network.
   app.add_option("--listen", c.listen, "Client API address (rolis.v1.Rolis and grpc.health.v1)")
@@ -276,6 +281,15 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
       ->envname("ROLISD_TEST_DROP_PEERS_FILE")->group("Replication");
 
   // Engine.
+  app.add_option("--data-dir", c.data_dir,
+                 "Directory of this member's durable state (Paxos promises and votes, the replicated log, "
+                 "checkpoints); a member restarted with it keeps everything it acknowledged")
+      ->envname("ROLISD_DATA_DIR")->group("Durability");
+  app.add_option("--durability", durability,
+                 "disk (acknowledge only what is on a majority's disk; needs --data-dir, the default with it) or "
+                 "memory (the default without --data-dir)")
+      ->envname("ROLISD_DURABILITY")->check(CLI::IsMember({"disk", "memory"}))->group("Durability");
+
   app.add_option("--worker-threads", c.worker_threads,
                  "Engine workers (worker i commits on replication stream i); 0 = number of CPUs")
       ->envname("ROLISD_WORKER_THREADS")->capture_default_str()->group("Engine");
@@ -440,6 +454,17 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
     if (!found) return fail(fmt::format("--id: {} is not one of --peers", c.id));
   } else if (c.election == Election::kBuiltin) {
     return fail("--election=builtin needs --peers");
+  }
+
+  // Durability.
+  if (durability.empty()) durability = c.data_dir.empty() ? "memory" : "disk";
+  c.durability = durability == "disk" ? Durability::kDisk : Durability::kMemory;
+  if (c.durability == Durability::kDisk && c.data_dir.empty()) {
+    return fail("--durability=disk needs --data-dir (where the member keeps its state)");
+  }
+  if (c.durability == Durability::kDisk && !c.replicated()) {
+    return fail("--data-dir: durability needs --peers (a standalone node keeps its data in memory only; "
+                "give --durability=memory to run it so)");
   }
 
   // Tables.

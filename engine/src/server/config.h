@@ -33,6 +33,9 @@ enum class Election { kNone, kBuiltin };
 // under --batch-timeout.
 inline constexpr uint32_t kDefaultBatchSize = 200;
 
+enum class Durability { kMemory, kDisk };
+const char* DurabilityName(Durability d);
+
 struct ServerConfig {
   // Network.
   std::string listen = "0.0.0.0:7070";          // client API (rolis.v1.Rolis + health)
@@ -56,6 +59,11 @@ struct ServerConfig {
   // none, gRPC's Replicate call carries them). docs/replication.md, "Transport".
   int accept_stream_port = 0;
   std::string test_drop_peers_file;                      // tests only: drop traffic with the ids listed there
+  // Durability (docs/operations.md, "Durability"): with --data-dir a member
+  // keeps its Paxos state, its log and checkpoints there (disk, the default
+  // then); memory is the paper's mode (a member that restarts forgets).
+  std::string data_dir;
+  Durability durability = Durability::kMemory;
 
   // Engine.
   uint32_t worker_threads = 0;  // 0 before Finalize: number of CPUs

@@ -62,6 +62,9 @@ class Replicator : public CommitHook {
   // then, or an idle worker's last epoch would keep the snapshot epoch
   // back. Called before Start.
   virtual void SetSnapshotEpochUnpinner(std::function<size_t()> abort_with_workers_held) {}
+  // After Attach, before Start: the member's durable state, if it keeps
+  // one (docs/operations.md, "Durability"). An error refuses to start.
+  virtual Status Recover() { return Status::OK(); }
   virtual void Start() {}
   virtual void Stop() {}
 

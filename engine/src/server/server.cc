@@ -116,6 +116,7 @@ Status RolisServer::Start() {
   if (!s.ok()) return s;
   replicator_->Attach(db_.get(), node_->worker_mutexes());
   replicator_->SetSnapshotEpochUnpinner([node = node_.get()] { return node->UnpinSnapshotEpochWithWorkersHeld(); });
+  if (Status rs = replicator_->Recover(); !rs.ok()) return rs;
   replicator_->Start();
   if (!node_->multi_txn_workers()) {
     spdlog::warn(

@@ -34,6 +34,47 @@ TEST(ConfigTest, DefaultsRunAStandaloneNode) {
   EXPECT_NE(c.Summary().find("huge_pages=off"), std::string::npos);
 }
 
+TEST(ConfigTest, DurabilityIsDiskWithADataDirAndMemoryWithout) {
+  const std::string peers = "--peers=1=127.0.0.1:7100,2=127.0.0.1:7101,3=127.0.0.1:7102";
+  ParseResult none = Parse({"--id=1", peers});
+  ASSERT_EQ(none.kind, ParseResult::Kind::kOk) << none.message;
+  EXPECT_EQ(none.config.durability, Durability::kMemory);
+  EXPECT_NE(none.config.Summary().find("durability=memory data_dir=-"), std::string::npos);
+
+  ParseResult disk = Parse({"--id=1", peers, "--data-dir=/var/lib/rolis"});
+  ASSERT_EQ(disk.kind, ParseResult::Kind::kOk) << disk.message;
+  EXPECT_EQ(disk.config.durability, Durability::kDisk);
+  EXPECT_EQ(disk.config.data_dir, "/var/lib/rolis");
+  EXPECT_NE(disk.config.Summary().find("durability=disk data_dir=/var/lib/rolis"), std::string::npos);
+
+  ParseResult memory = Parse({"--id=1", peers, "--data-dir=/var/lib/rolis", "--durability=memory"});
+  ASSERT_EQ(memory.kind, ParseResult::Kind::kOk) << memory.message;
+  EXPECT_EQ(memory.config.durability, Durability::kMemory);
+
+  ::setenv("ROLISD_DATA_DIR", "/data", 1);
+  ::setenv("ROLISD_DURABILITY", "disk", 1);
+  ParseResult env = Parse({"--id=1", peers});
+  ::unsetenv("ROLISD_DATA_DIR");
+  ::unsetenv("ROLISD_DURABILITY");
+  ASSERT_EQ(env.kind, ParseResult::Kind::kOk) << env.message;
+  EXPECT_EQ(env.config.durability, Durability::kDisk);
+  EXPECT_EQ(env.config.data_dir, "/data");
+}
+
+TEST(ConfigTest, DiskDurabilityWithoutADataDirOrPeersIsAUsageError) {
+  const std::string peers = "--peers=1=127.0.0.1:7100,2=127.0.0.1:7101,3=127.0.0.1:7102";
+  ParseResult no_dir = Parse({"--id=1", peers, "--durability=disk"});
+  EXPECT_EQ(no_dir.kind, ParseResult::Kind::kError);
+  EXPECT_EQ(no_dir.exit_code, 2);
+  EXPECT_NE(no_dir.message.find("--durability=disk needs --data-dir"), std::string::npos) << no_dir.message;
+  ParseResult bad = Parse({"--id=1", peers, "--data-dir=/d", "--durability=flash"});
+  EXPECT_EQ(bad.kind, ParseResult::Kind::kError);
+  ParseResult standalone = Parse({"--data-dir=/d"});
+  EXPECT_EQ(standalone.kind, ParseResult::Kind::kError);
+  EXPECT_NE(standalone.message.find("needs --peers"), std::string::npos) << standalone.message;
+  EXPECT_EQ(Parse({"--data-dir=/d", "--durability=memory"}).kind, ParseResult::Kind::kOk);
+}
+
 TEST(ConfigTest, HugePagesTakeABoolean) {
   ParseResult on = Parse({"--huge-pages=true"});
   ASSERT_EQ(on.kind, ParseResult::Kind::kOk) << on.message;

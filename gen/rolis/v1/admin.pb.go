@@ -463,9 +463,20 @@ type StatusResponse struct {
 	// The member received SIGTERM and is draining: it will not serve its
 	// epoch again, so an operator switches over at once instead of waiting
 	// out a failover timeout (healthy is false then too).
-	ShuttingDown  bool `protobuf:"varint,17,opt,name=shutting_down,json=shuttingDown,proto3" json:"shutting_down,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ShuttingDown bool `protobuf:"varint,17,opt,name=shutting_down,json=shuttingDown,proto3" json:"shutting_down,omitempty"`
+	// Durability (docs/operations.md, "Durability"): "disk" or "memory", the
+	// data directory (--data-dir), and the start-up recovery's summary.
+	Durability string `protobuf:"bytes,18,opt,name=durability,proto3" json:"durability,omitempty"`
+	DataDir    string `protobuf:"bytes,19,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`
+	Recovery   string `protobuf:"bytes,20,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	// This member came back without state while members holding the
+	// cluster's data are too few to rebuild it (a majority lost its data):
+	// it neither votes nor serves, and says why. A new cluster (every member
+	// empty, nothing ever decided) is not suspected.
+	DataLossSuspected bool   `protobuf:"varint,21,opt,name=data_loss_suspected,json=dataLossSuspected,proto3" json:"data_loss_suspected,omitempty"`
+	DataLossReason    string `protobuf:"bytes,22,opt,name=data_loss_reason,json=dataLossReason,proto3" json:"data_loss_reason,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -615,6 +626,41 @@ func (x *StatusResponse) GetShuttingDown() bool {
 		return x.ShuttingDown
 	}
 	return false
+}
+
+func (x *StatusResponse) GetDurability() string {
+	if x != nil {
+		return x.Durability
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetDataDir() string {
+	if x != nil {
+		return x.DataDir
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetRecovery() string {
+	if x != nil {
+		return x.Recovery
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetDataLossSuspected() bool {
+	if x != nil {
+		return x.DataLossSuspected
+	}
+	return false
+}
+
+func (x *StatusResponse) GetDataLossReason() string {
+	if x != nil {
+		return x.DataLossReason
+	}
+	return ""
 }
 
 type PrepareFailoverRequest struct {
@@ -1135,7 +1181,7 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\x12,\n" +
 	"\x12accept_stream_port\x18\x05 \x01(\rR\x10acceptStreamPort\"\x0f\n" +
-	"\rStatusRequest\"\x80\x05\n" +
+	"\rStatusRequest\"\xb1\x06\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\"\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x0e.rolis.v1.RoleR\x04role\x12\x14\n" +
@@ -1154,7 +1200,14 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\x0eworker_threads\x18\x0e \x01(\rR\rworkerThreads\x12%\n" +
 	"\x0euptime_seconds\x18\x0f \x01(\x04R\ruptimeSeconds\x12%\n" +
 	"\x0ecommitted_txns\x18\x10 \x01(\x04R\rcommittedTxns\x12#\n" +
-	"\rshutting_down\x18\x11 \x01(\bR\fshuttingDown\"o\n" +
+	"\rshutting_down\x18\x11 \x01(\bR\fshuttingDown\x12\x1e\n" +
+	"\n" +
+	"durability\x18\x12 \x01(\tR\n" +
+	"durability\x12\x19\n" +
+	"\bdata_dir\x18\x13 \x01(\tR\adataDir\x12\x1a\n" +
+	"\brecovery\x18\x14 \x01(\tR\brecovery\x12.\n" +
+	"\x13data_loss_suspected\x18\x15 \x01(\bR\x11dataLossSuspected\x12(\n" +
+	"\x10data_loss_reason\x18\x16 \x01(\tR\x0edataLossReason\"o\n" +
 	"\x16PrepareFailoverRequest\x12\x1b\n" +
 	"\tnew_epoch\x18\x01 \x01(\x04R\bnewEpoch\x128\n" +
 	"\flast_decided\x18\x02 \x01(\v2\x15.rolis.v1.EpochRecordR\vlastDecided\"m\n" +

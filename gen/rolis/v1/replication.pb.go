@@ -813,7 +813,12 @@ type AcceptResponse struct {
 	// When not ok: this member is catching up by state transfer and does not
 	// vote yet; the leader keeps more of its log meanwhile (docs/replication.md,
 	// "Compaction").
-	CatchingUp    bool `protobuf:"varint,10,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
+	CatchingUp bool `protobuf:"varint,10,opt,name=catching_up,json=catchingUp,proto3" json:"catching_up,omitempty"`
+	// With durability (docs/replication.md, "Durability"): the prefix the
+	// acceptor holds in memory (the leader resends from there), while
+	// need_from counts only the slots on its disk (the leader counts those).
+	// 0: no journal, need_from is what it holds.
+	HeldFrom      uint64 `protobuf:"varint,11,opt,name=held_from,json=heldFrom,proto3" json:"held_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -916,6 +921,13 @@ func (x *AcceptResponse) GetCatchingUp() bool {
 		return x.CatchingUp
 	}
 	return false
+}
+
+func (x *AcceptResponse) GetHeldFrom() uint64 {
+	if x != nil {
+		return x.HeldFrom
+	}
+	return 0
 }
 
 type SnapshotRequest struct {
@@ -1423,7 +1435,7 @@ const file_rolis_v1_replication_proto_rawDesc = "" +
 	"\tlog_start\x18\x06 \x01(\x04R\blogStart\x12#\n" +
 	"\rcompact_below\x18\a \x01(\x04R\fcompactBelow\x12/\n" +
 	"\adecided\x18\b \x01(\v2\x15.rolis.v1.EpochRecordR\adecided\x122\n" +
-	"\x15leader_client_address\x18\t \x01(\tR\x13leaderClientAddress\"\xb3\x02\n" +
+	"\x15leader_client_address\x18\t \x01(\tR\x13leaderClientAddress\"\xd0\x02\n" +
 	"\x0eAcceptResponse\x12\x0e\n" +
 	"\x02ok\x18\x01 \x01(\bR\x02ok\x12%\n" +
 	"\x0epromised_epoch\x18\x02 \x01(\x04R\rpromisedEpoch\x12\x16\n" +
@@ -1438,7 +1450,8 @@ const file_rolis_v1_replication_proto_rawDesc = "" +
 	"\x05error\x18\t \x01(\tR\x05error\x12\x1f\n" +
 	"\vcatching_up\x18\n" +
 	" \x01(\bR\n" +
-	"catchingUp\"D\n" +
+	"catchingUp\x12\x1b\n" +
+	"\theld_from\x18\v \x01(\x04R\bheldFrom\"D\n" +
 	"\x0fSnapshotRequest\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x04R\x05epoch\x12\x1b\n" +
 	"\tmember_id\x18\x02 \x01(\rR\bmemberId\"\xf4\x02\n" +

@@ -1,0 +1,113 @@
+#include "durable_member.h"
+
+#include "checkpoint.h"
+
+namespace rolis::durability {
+
+namespace {
+
+// What to do about a directory that cannot be used (docs/operations.md,
+// "Durability": "A data directory that does not recover").
+Status Refuse(const std::string& dir, const Status& why) {
+  return Status(why.code(), "data directory " + dir + ": " + why.message() +
+                                ". The member refuses to start rather than serve wrong data; to discard this "
+                                "member's data and let it rejoin by state transfer, move the directory away "
+                                "(docs/operations.md, \"Durability\")");
+}
+
+}  // namespace
+
+std::string DescribeRecovery(const RecoveredState& rec) {
+  std::string s = rec.Summary();
+  if (rec.empty) return s;
+  s += "; slots per stream:";
+  for (size_t t = 0; t < rec.streams.size(); t++) {
+    const auto& ss = rec.streams[t];
+    s += " " + std::to_string(t) + "=" + std::to_string(ss.slots.size());
+    if (ss.first_slot > 0) s += "@" + std::to_string(ss.first_slot);
+  }
+  return s;
+}
+
+Status DurableMember::Open(const DurableMemberOptions& opts, Database* db, replication::Replica* replica,
+                           std::unique_ptr<DurableMember>* out) {
+  std::unique_ptr<DurableMember> m(new DurableMember(opts));
+  DurableMemberOptions& o = m->o_;
+  if (!o.env) o.env = Env::Posix();
+  if (Status s = o.env->CreateDir(o.dir); !s.ok()) return Refuse(o.dir, s);
+
+  // The checkpoint's writes go into the store chunk by chunk, at its key:
+  // below everything replayed after it, as after a state transfer.
+  std::unique_ptr<Worker> worker = db->RegisterWorker();
+  if (!worker) return Status::Internal("no engine worker for the recovery");
+  RecoveryOptions ro;
+  ro.streams = o.streams;
+  ro.truncate = true;
+  replication::LogKey at{};
+  bool header_known = false;
+  RecoveredState rec;
+  ro.on_writes = [&](std::vector<replication::SnapshotWrite>& chunk) -> Status {
+    if (!header_known) {
+      at = rec.checkpoint.at;  // the reader fills the header before the first chunk
+      header_known = true;
+    }
+    for (const replication::SnapshotWrite& w : chunk) {
+      WriteRecord r{w.table, w.key, w.value, false};
+      if (Status s = db->ApplyReplicated(worker.get(), r, at.epoch, at.ts); !s.ok()) {
+        return Status(s.code(), "checkpoint write to table " + std::to_string(w.table) + ": " + s.message());
+      }
+    }
+    return Status::OK();
+  };
+  if (Status s = Recover(o.env, o.dir, ro, &rec); !s.ok()) return Refuse(o.dir, s);
+  worker->Quiesce();
+  worker.reset();
+
+  if (Status s = DiskAcceptorJournal::Open(o.env, o.dir, o.streams, rec, o.journal, &m->journal_); !s.ok()) {
+    return Refuse(o.dir, s);
+  }
+  m->had_state_ = !rec.empty;
+  m->summary_ = DescribeRecovery(rec);
+  m->checkpoint_ = rec.checkpoint_path;
+  m->log_bytes_at_checkpoint_.store(0);
+
+  replication::Replica::DiskStart start;
+  start.had_state = !rec.empty;
+  start.checkpoint = rec.checkpoint_path.empty() ? nullptr : &rec.checkpoint;
+  start.restore = [&rec](replication::Acceptor* a, replication::ControlAcceptor* c) { RestoreAcceptors(rec, a, c); };
+  replica->StartFromDisk(m.get(), start);
+  *out = std::move(m);
+  return Status::OK();
+}
+
+DurableMember::~DurableMember() = default;
+
+Status DurableMember::WriteCheckpoint(const replication::SnapshotReply& snap) {
+  std::string path;
+  if (Status s = durability::WriteCheckpoint(o_.env, o_.dir, snap, &path); !s.ok()) return s;
+  const uint64_t appended = journal_->log().stats().bytes;
+  // The log behind it is covered: whole segments below every stream's next
+  // slot go (the one being written stays).
+  for (uint32_t t = 0; t < o_.streams && t < snap.next_slot.size(); t++) {
+    if (Status s = journal_->log().RemoveBelow(t, snap.next_slot[t]); !s.ok()) return s;
+  }
+  log_bytes_at_checkpoint_.store(appended);
+  std::lock_guard<std::mutex> g(mu_);
+  checkpoint_ = path;
+  checkpoints_written_++;
+  return Status::OK();
+}
+
+uint64_t DurableMember::LogBytesSinceCheckpoint() const {
+  const uint64_t appended = journal_->log().stats().bytes;
+  const uint64_t at = log_bytes_at_checkpoint_.load();
+  return appended > at ? appended - at : 0;
+}
+
+std::string DurableMember::Describe() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return "recovered: " + summary_ + "; checkpoints written since: " + std::to_string(checkpoints_written_) +
+         (checkpoint_.empty() ? std::string() : ", newest " + checkpoint_);
+}
+
+}  // namespace rolis::durability

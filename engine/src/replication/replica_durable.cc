@@ -1,0 +1,149 @@
+// Replica: what it does with a data directory (docs/replication.md,
+// "Durability"). Kept apart from replica.cc: the start from disk, the
+// durable replies and the leader's own durable vote, checkpoints, and the
+// data-loss report of a member that came back empty.
+#include <cstdio>
+
+#include "replica.h"
+
+namespace rolis::replication {
+
+namespace {
+
+// How long a connection thread waits for a group of accepts to become
+// durable before it replies anyway (the leader then learns of them with a
+// later reply; a disk this slow is reported by the journal's health).
+constexpr std::chrono::milliseconds kSettleWait{500};
+
+}  // namespace
+
+void Replica::StartFromDisk(MemberDurability* durability, const DiskStart& start) {
+  durability_ = durability;
+  if (start.restore) start.restore(&acceptor_, &control_);
+  AcceptorJournal* journal = durability->journal();
+  acceptor_.SetJournal(journal);
+  control_.SetJournal(journal);
+  leader_.SetDurable(true);
+  StateTransfer::DurabilityHooks hooks;
+  hooks.transferred = [this](const SnapshotReply& snap) {
+    CheckpointAfterTransfer(snap);
+    SetDataLoss("");
+  };
+  hooks.idle = [this] { MaybeCheckpoint(); };
+  hooks.cannot_catch_up = [this](size_t empty) { NoteCannotCatchUp(empty); };
+  transfer_.SetDurabilityHooks(std::move(hooks));
+  journal->SetDurableListener([this](uint32_t) { leader_.OnDurable(); });
+  if (start.checkpoint) {
+    auto hold = replayer_.Hold();
+    replayer_.RestartFromCheckpointLocked(*start.checkpoint);
+  }
+  if (DecidedPtr d = Latest()) member_.Know(member_.ConfigOf(d));
+  if (start.had_state) {
+    // The same acceptor as before the restart: it votes at once. Its store
+    // is the checkpoint; the log after it is replayed once a leader's G
+    // covers it (the next failover decides what above the last decided
+    // record survives).
+    member_.voting.store(true);
+    member_.role.store(Role::kFollower);
+  }
+}
+
+void Replica::SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vector<AcceptReply>* replies) {
+  if (!durability_ || accepted.size() != replies->size()) return;
+  const auto deadline = SteadyClock::now() + kSettleWait;
+  std::vector<bool> waited(opts_.streams, false);
+  for (size_t i = 0; i < accepted.size(); i++) {
+    const uint32_t t = accepted[i].stream;
+    if (!(*replies)[i].ok || t >= opts_.streams || waited[t]) continue;
+    waited[t] = true;
+    (void)acceptor_.AwaitDurable(t, deadline);
+  }
+  for (size_t i = 0; i < accepted.size(); i++) {
+    AcceptReply& r = (*replies)[i];
+    const AcceptedRef& a = accepted[i];
+    if (!r.ok || a.stream >= opts_.streams) continue;
+    r.need_from = std::max(r.need_from, acceptor_.DurableNeedFrom(a.stream, a.epoch, a.log_start));
+  }
+}
+
+void Replica::CheckpointAfterTransfer(const SnapshotReply& snap) {
+  if (!durability_) return;
+  // The log on disk lacks the slots below the snapshot: without a
+  // checkpoint of it a restart would find a gap there.
+  const auto t0 = SteadyClock::now();
+  Status s = durability_->WriteCheckpoint(snap);
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  if (s.ok()) {
+    std::fprintf(stderr, "rolis-repl %u: checkpoint of the state transfer written: %zu keys at %lu.%lu in %.3f s\n",
+                 opts_.id, snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
+                 static_cast<unsigned long>(snap.at.ts), secs);
+  } else {
+    std::fprintf(stderr, "rolis-repl %u: checkpoint of the state transfer failed: %s\n", opts_.id,
+                 s.message().c_str());
+  }
+}
+
+void Replica::MaybeCheckpoint() {
+  if (!durability_ || !db_) return;
+  if (durability_->LogBytesSinceCheckpoint() < durability_->checkpoint_every_bytes()) return;
+  const auto now = SteadyClock::now();
+  if (now - last_checkpoint_try_ < std::chrono::seconds(1)) return;
+  last_checkpoint_try_ = now;
+  // A caught-up follower's snapshot (replay pauses only while it is fixed).
+  // The leader's own checkpoint is left for later (docs/replication.md,
+  // "Durability": its log grows until it follows again or restarts).
+  const auto t0 = SteadyClock::now();
+  SnapshotReply snap = snapshots_.ForCheckpoint();
+  if (!snap.ok) return;
+  Status s = durability_->WriteCheckpoint(snap);
+  const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
+  if (s.ok()) {
+    std::fprintf(stderr, "rolis-repl %u: checkpoint written: %zu keys at %lu.%lu in %.3f s; the log behind it removed\n",
+                 opts_.id, snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
+                 static_cast<unsigned long>(snap.at.ts), secs);
+  } else {
+    std::fprintf(stderr, "rolis-repl %u: checkpoint failed: %s\n", opts_.id, s.message().c_str());
+  }
+}
+
+void Replica::NoteCannotCatchUp(size_t empty_members) {
+  // The probe returned as soon as a member with state answered: ask every
+  // member again, waiting for all, before judging (this runs only while
+  // the member cannot catch up).
+  const size_t majority = opts_.members.size() / 2 + 1;
+  if (empty_members < majority) {
+    PromiseMsg pm;
+    pm.from = opts_.id;
+    pm.peek = true;
+    empty_members = 1;
+    for (const auto& [id, r] : calls_.PromiseAll(pm, false)) {
+      if (r.virgin) empty_members++;
+    }
+  }
+  if (empty_members < majority) return;
+  SetDataLoss(std::to_string(empty_members) + " of the " + std::to_string(opts_.members.size()) +
+              " members came back without state (this one included) while another holds the cluster's data: "
+              "no majority holds it, so this member neither votes nor serves until a member's data directory "
+              "comes back or an operator decides to start anew (docs/operations.md, \"Durability\")");
+}
+
+void Replica::SetDataLoss(const std::string& why) {
+  std::lock_guard<std::mutex> g(data_loss_mu_);
+  if (why == data_loss_) return;
+  if (!why.empty()) {
+    std::fprintf(stderr, "rolis-repl %u: DATA LOSS SUSPECTED: %s\n", opts_.id, why.c_str());
+  } else if (!data_loss_.empty()) {
+    std::fprintf(stderr, "rolis-repl %u: data loss no longer suspected\n", opts_.id);
+  }
+  data_loss_ = why;
+}
+
+void Replica::FillDurabilityStatus(ReplicaStatus* st) const {
+  st->durable = durability_ != nullptr;
+  if (durability_) st->durability = durability_->Describe();
+  std::lock_guard<std::mutex> g(data_loss_mu_);
+  st->data_loss_suspected = !data_loss_.empty();
+  st->data_loss_reason = data_loss_;
+}
+
+}  // namespace rolis::replication
