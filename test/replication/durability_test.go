@@ -52,6 +52,15 @@ func TestKillAllMembersAtOnceKeepsAcknowledgedTransactions(t *testing.T) {
 	o, _ := durableOptions(t)
 	cl, _, w := underLoad(t, o, 21)
 	time.Sleep(2 * time.Second)
+	killAllRestartAndCheck(t, cl, w)
+}
+
+// killAllRestartAndCheck kills every member at once with kill -9, restarts
+// them all with the same flags, elects a leader, lets the load go on under
+// it, then stops the load and checks every acknowledged transaction, the
+// bank total and linearizability on every member.
+func killAllRestartAndCheck(t *testing.T, cl *cluster, w *workload) {
+	t.Helper()
 	acked := w.Acked()
 	for _, m := range cl.c.Members {
 		if _, err := m.Kill(); err != nil {

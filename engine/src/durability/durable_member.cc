@@ -1,5 +1,7 @@
 #include "durable_member.h"
 
+#include <algorithm>
+
 #include "checkpoint.h"
 
 namespace rolis::durability {
@@ -34,6 +36,10 @@ Status DurableMember::Open(const DurableMemberOptions& opts, Database* db, repli
   std::unique_ptr<DurableMember> m(new DurableMember(opts));
   DurableMemberOptions& o = m->o_;
   if (!o.env) o.env = Env::Posix();
+  // Truncation removes whole segments: a segment is at most a quarter of one
+  // stream's share of the checkpoint interval, so each checkpoint frees some.
+  const uint64_t share = o.checkpoint_every_bytes / (4 * std::max<uint32_t>(1, o.streams));
+  o.journal.log.segment_bytes = std::min(o.journal.log.segment_bytes, std::max<uint64_t>(share, 64 << 10));
   if (Status s = o.env->CreateDir(o.dir); !s.ok()) return Refuse(o.dir, s);
 
   // The checkpoint's writes go into the store chunk by chunk, at its key:

@@ -127,6 +127,7 @@ Status PaxosReplicator::Recover() {
   durability::DurableMemberOptions dm;
   dm.dir = c.data_dir;
   dm.streams = replica_->options().streams;
+  dm.checkpoint_every_bytes = c.checkpoint_every;
   if (Status s = durability::DurableMember::Open(dm, db_, replica_.get(), &durable_); !s.ok()) return s;
   spdlog::info("durability: disk, data directory {}: {}; {}", c.data_dir, durable_->recovery_summary(),
                durable_->had_state() ? "it had state: it votes at once"

@@ -201,7 +201,7 @@ std::string ServerConfig::Summary() const {
   }
   return fmt::format(
       "listen={} admin_listen={} metrics_listen={} advertise_address={} id={} peers=[{}] election={} "
-      "durability={} data_dir={} "
+      "durability={} data_dir={} checkpoint_every={} "
       "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms huge_pages={} prefault_memory={} "
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
@@ -209,6 +209,7 @@ std::string ServerConfig::Summary() const {
       "tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
       election == Election::kNone ? "none" : "builtin", DurabilityName(durability), data_dir.empty() ? "-" : data_dir,
+      FormatBytes(checkpoint_every),
       worker_threads, replication_streams, table_list, epoch_period_ms,
       huge_pages ? "on" : "off", FormatBytes(prefault_memory),
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
@@ -236,7 +237,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB", prefault = "0";
   std::string peers, tables = "kv", election = "none", log_format = "text";
   std::string batch_timeout = "1ms", election_timeout = "1500ms";
-  std::string durability;
+  std::string durability, checkpoint_every = "256MiB";
 
   // Network.
   app.add_option("--listen", c.listen, "Client API address (rolis.v1.Rolis and grpc.health.v1)")
@@ -289,6 +290,10 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
                  "disk (acknowledge only what is on a majority's disk; needs --data-dir, the default with it) or "
                  "memory (the default without --data-dir)")
       ->envname("ROLISD_DURABILITY")->check(CLI::IsMember({"disk", "memory"}))->group("Durability");
+  app.add_option("--checkpoint-every", checkpoint_every,
+                 "A follower checkpoints its store once its log grew this much since the last checkpoint (e.g. "
+                 "256MiB; at least 1MiB); the log behind the checkpoint is then removed")
+      ->envname("ROLISD_CHECKPOINT_EVERY")->capture_default_str()->group("Durability");
 
   app.add_option("--worker-threads", c.worker_threads,
                  "Engine workers (worker i commits on replication stream i); 0 = number of CPUs")
@@ -461,6 +466,12 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   c.durability = durability == "disk" ? Durability::kDisk : Durability::kMemory;
   if (c.durability == Durability::kDisk && c.data_dir.empty()) {
     return fail("--durability=disk needs --data-dir (where the member keeps its state)");
+  }
+  {
+    auto every = ParseByteSize(checkpoint_every);
+    if (!every) return fail(fmt::format("--checkpoint-every: '{}' is not a size (e.g. 64MiB, 1GiB)", checkpoint_every));
+    if (*every < (size_t{1} << 20)) return fail("--checkpoint-every: want at least 1MiB");
+    c.checkpoint_every = *every;
   }
   if (c.durability == Durability::kDisk && !c.replicated()) {
     return fail("--data-dir: durability needs --peers (a standalone node keeps its data in memory only; "

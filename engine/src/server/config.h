@@ -64,6 +64,9 @@ struct ServerConfig {
   // then); memory is the paper's mode (a member that restarts forgets).
   std::string data_dir;
   Durability durability = Durability::kMemory;
+  // A follower checkpoints its store once its log grew this much since the
+  // last checkpoint; the log segments behind it are then removed.
+  uint64_t checkpoint_every = uint64_t{256} << 20;
 
   // Engine.
   uint32_t worker_threads = 0;  // 0 before Finalize: number of CPUs

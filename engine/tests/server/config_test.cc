@@ -75,6 +75,27 @@ TEST(ConfigTest, DiskDurabilityWithoutADataDirOrPeersIsAUsageError) {
   EXPECT_EQ(Parse({"--data-dir=/d", "--durability=memory"}).kind, ParseResult::Kind::kOk);
 }
 
+TEST(ConfigTest, CheckpointIntervalTakesASizeOfAtLeastOneMiB) {
+  const std::string peers = "--peers=1=127.0.0.1:7100,2=127.0.0.1:7101,3=127.0.0.1:7102";
+  ParseResult def = Parse({"--id=1", peers, "--data-dir=/d"});
+  ASSERT_EQ(def.kind, ParseResult::Kind::kOk) << def.message;
+  EXPECT_EQ(def.config.checkpoint_every, uint64_t{256} << 20);
+  ParseResult small = Parse({"--id=1", peers, "--data-dir=/d", "--checkpoint-every=4MiB"});
+  ASSERT_EQ(small.kind, ParseResult::Kind::kOk) << small.message;
+  EXPECT_EQ(small.config.checkpoint_every, uint64_t{4} << 20);
+  ::setenv("ROLISD_CHECKPOINT_EVERY", "1GiB", 1);
+  ParseResult env = Parse({"--id=1", peers, "--data-dir=/d"});
+  ::unsetenv("ROLISD_CHECKPOINT_EVERY");
+  ASSERT_EQ(env.kind, ParseResult::Kind::kOk) << env.message;
+  EXPECT_EQ(env.config.checkpoint_every, uint64_t{1} << 30);
+  for (const char* bad : {"--checkpoint-every=lots", "--checkpoint-every=512KiB"}) {
+    ParseResult r = Parse({"--id=1", peers, "--data-dir=/d", bad});
+    EXPECT_EQ(r.kind, ParseResult::Kind::kError) << bad;
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.message.find("--checkpoint-every"), std::string::npos) << r.message;
+  }
+}
+
 TEST(ConfigTest, HugePagesTakeABoolean) {
   ParseResult on = Parse({"--huge-pages=true"});
   ASSERT_EQ(on.kind, ParseResult::Kind::kOk) << on.message;
