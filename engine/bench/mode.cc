@@ -24,6 +24,10 @@ Status MakeMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
     if (options.replicas != 1) {
       return Status::InvalidArgument("--mode=unreplicated runs one replica: drop --replicas or use --mode=replicated");
     }
+    if (options.durability != "memory") {
+      return Status::InvalidArgument("--durability=" + options.durability +
+                                     " needs the replicated mode (--replicas=3): durability is that of its members");
+    }
     options.batch_size = 0;
     *mode = std::make_unique<Unreplicated>(options);
     return Status::OK();

@@ -29,6 +29,13 @@ struct ModeOptions {
   bool huge_pages = false;     // Options::huge_pages here and rolisd's --huge-pages in the followers
   size_t prefault_memory = 0;  // rolis/prefault.h here and rolisd's --prefault-memory in the followers
   bool patch_updates = true;   // replicated: Options::patch_updates in the leader (as rolisd's)
+  // Replicated: "memory" (the paper's mode) or "disk" (every member keeps its
+  // votes and log in a data directory and acknowledges only what is on its
+  // disk: rolisd's --durability, docs/operations.md "Durability").
+  std::string durability = "memory";
+  // disk: the members' data directories go in a temporary directory made
+  // here (removed at exit); empty: $TMPDIR or /tmp.
+  std::string data_root;
 };
 
 // A running mode: owns what the database needs besides itself. The bench

@@ -12,7 +12,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -220,6 +222,7 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks {
   void Observe();
   Status Elect();
   Status SpawnFollowers(Database* db);
+  std::string MemberDataDir(uint32_t id) const { return data_dir_ + "/member-" + std::to_string(id); }
 
   ModeOptions o_;
   std::string rolisd_;
@@ -227,6 +230,7 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks {
   std::vector<int> worker_cpus_, other_cpus_;
   std::string placement_;
   std::string dir_;  // follower logs
+  std::string data_dir_;  // --durability=disk: member i's data directory is member-<i> in it
   std::unique_ptr<ObserverWake> observer_wake_ = std::make_unique<ObserverWake>();  // outlives repl_
   std::unique_ptr<replication::PaxosReplicator> repl_;
   FollowerSet followers_;
@@ -251,6 +255,16 @@ Status Replicated::Init() {
   char tmpl[] = "/tmp/rolis-bench-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return Status::Internal("cannot create a folder for the follower logs in /tmp");
   dir_ = tmpl;
+  if (o_.durability == "disk") {
+    // Apart from the logs: --data-root chooses the file system that is synced.
+    std::string root = o_.data_root;
+    if (root.empty()) root = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
+    std::string data = root + "/rolis-bench-data-XXXXXX";
+    if (mkdtemp(data.data()) == nullptr) {
+      return Status::InvalidArgument("--data-root: cannot create a directory in " + root + ": " + std::strerror(errno));
+    }
+    data_dir_ = data;
+  }
 
   // Workers on the first CPUs; followers and replication threads on the rest.
   const std::vector<int> cpus = AllowedCpus();
@@ -281,6 +295,11 @@ Status Replicated::Init() {
   c.batch_timeout = o_.batch_timeout;
   c.epoch_period_ms = o_.epoch_period_ms;
   c.listen = c.admin_listen = c.metrics_listen = "127.0.0.1:0";  // no client or admin API in the bench
+  if (!data_dir_.empty()) {
+    // The leader's own vote counts once it is on its disk, as rolisd's.
+    c.durability = server::Durability::kDisk;
+    c.data_dir = MemberDataDir(kLeaderId);
+  }
   repl_.reset(static_cast<replication::PaxosReplicator*>(replication::MakeReplicator(c).release()));
   return Status::OK();
 }
@@ -319,6 +338,10 @@ Status Replicated::SpawnFollowers(Database* db) {
               "--prefault-memory=" + std::to_string(o_.prefault_memory),
               "--shutdown-grace=0s",
               "--log-level=warn"};
+    if (!data_dir_.empty()) {
+      f.args.push_back("--data-dir=" + MemberDataDir(id));
+      f.args.push_back("--durability=disk");
+    }
     Status s = followers_.Spawn(rolisd_, f);
     if (!s.ok()) return s;
   }
@@ -329,7 +352,11 @@ Status Replicated::Start(Database* db) {
   std::vector<std::mutex*> mus;
   for (auto& p : per_) mus.push_back(&p->mu);
   repl_->Attach(db, std::move(mus));
-  Status s = SpawnFollowers(db);
+  // An empty data directory (made by Init): nothing to recover; the leader
+  // journals its votes there from now on.
+  Status s = repl_->Recover();
+  if (!s.ok()) return s;
+  s = SpawnFollowers(db);
   if (!s.ok()) return s;
   repl_->Start();
   s = Elect();
@@ -442,6 +469,7 @@ void Replicated::Shutdown() {
   followers_.Stop(std::chrono::milliseconds(2000));
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  if (!data_dir_.empty()) std::filesystem::remove_all(data_dir_, ec);
 }
 
 }  // namespace

@@ -43,8 +43,9 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& r) {
                  ", not sampled: %" PRIu64 ")\n",
                  a.total(), r.QuantileMicros(a, 0.5), r.QuantileMicros(a, 0.95), r.QuantileMicros(a, 0.99), r.unacked,
                  r.unsampled);
-    std::fprintf(out, "replicas %u  batch size %u  batch timeout %lld us\n", info.mode.replicas, info.mode.batch_size,
-                 static_cast<long long>(info.mode.batch_timeout.count()));
+    std::fprintf(out, "replicas %u  batch size %u  batch timeout %lld us  durability %s\n", info.mode.replicas,
+                 info.mode.batch_size, static_cast<long long>(info.mode.batch_timeout.count()),
+                 info.mode.durability.c_str());
   }
   if (r.rate_tps > 0) {
     std::fprintf(out, "open loop at %.0f txn/s (latencies from each transaction's due time); furthest behind: %.0f us\n",
@@ -114,6 +115,7 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   j["other_cpu_load_unpinned"] = static_cast<uint64_t>(r.other_cpu_load_unpinned);
   if (r.has_ack_latency) {
     j["batch_timeout_us"] = static_cast<uint64_t>(info.mode.batch_timeout.count());
+    j["durability"] = info.mode.durability;
     j["acked_txns"] = r.ack_latency.total();
     j["unacked_txns"] = r.unacked;
     j["unsampled_txns"] = r.unsampled;

@@ -4,7 +4,8 @@
 //
 //   rolis-bench --workload=ycsbpp|tpcc --threads=N --seconds=S [--warmup=S]
 //               [--seed=N] [--rate=TPS] [--ycsb-keys=N] [--tpcc-...]
-//               [--replicas=1|3|5|7 [--batch-size=B] [--batch-timeout=1ms] [--rolisd=PATH]]
+//               [--replicas=1|3|5|7 [--batch-size=B] [--batch-timeout=1ms] [--rolisd=PATH]
+//                [--durability=memory|disk [--data-root=PATH]]]
 //
 // --replicas=3 is the replicated mode (replicated_mode.h): the leader in this
 // process, two rolisd followers on loopback.
@@ -90,6 +91,13 @@ int main(int argc, char** argv) {
                      ", rolisd's)")
       ->check(CLI::Range(1, 100000));
   app.add_option("--batch-timeout", batch_timeout, "a partial batch closes after this long (50us..1s)");
+  app.add_option("--durability", mode_options.durability,
+                 "replicated: memory (default, the paper's mode) or disk (each member has a data directory and "
+                 "acknowledges an accept only once it is on its disk, as rolisd's --durability=disk)")
+      ->check(CLI::IsMember({"memory", "disk"}));
+  app.add_option("--data-root", mode_options.data_root,
+                 "--durability=disk: the members' data directories go in a temporary directory made here and "
+                 "removed at exit (default: $TMPDIR or /tmp); its file system is what the fdatasyncs measure");
   app.add_option("--rolisd", mode_options.rolisd, "rolisd binary for the followers (default: next to rolis-bench)");
   app.add_option("--ycsb-keys", ycsb.keys, "YCSB++ records")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   app.add_option("--tpcc-warehouses", tpcc.warehouses, "TPC-C warehouses (0 = one per thread)");

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <variant>
@@ -342,6 +344,37 @@ TEST(RolisBench, ReplicatedTpccAcknowledgesThroughTheWatermark) {
   EXPECT_EQ(std::get<bool>(f["huge_pages"]), true);
   ASSERT_TRUE(f.count("prefault_mib"));
   EXPECT_EQ(std::get<double>(f["prefault_mib"]), 128);  // rounded up to 64 MiB units
+}
+
+// --durability=disk: every member (the in-process leader too) has a data
+// directory in a temporary directory under --data-root, removed at exit;
+// the JSON line names the mode.
+TEST(RolisBench, ReplicatedDiskDurabilityUsesDataDirsUnderTheRootAndRemovesThem) {
+  char root[] = "/tmp/rolis-bench-root-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  auto f = RunReplicated(std::string("--workload=ycsbpp --ycsb-keys=10000 --durability=disk --data-root=") + root);
+  std::error_code ec;
+  EXPECT_TRUE(std::filesystem::is_empty(root, ec)) << root << " still holds the members' data directories";
+  std::filesystem::remove_all(root, ec);
+  if (f.empty()) return;
+  ASSERT_TRUE(f.count("durability"));
+  EXPECT_EQ(std::get<std::string>(f["durability"]), "disk");
+  auto m = RunReplicated("--workload=ycsbpp --ycsb-keys=10000");
+  if (m.empty()) return;
+  EXPECT_EQ(std::get<std::string>(m["durability"]), "memory");
+}
+
+TEST(RolisBench, DiskDurabilityNeedsTheReplicatedModeAndAUsableRoot) {
+  int code = 0;
+  std::string out = RunBench("--workload=ycsbpp --seconds=1 --ycsb-keys=100 --durability=disk", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("needs the replicated mode"), std::string::npos) << out;
+  out = RunBench("--workload=ycsbpp --replicas=3 --seconds=1 --ycsb-keys=100 --durability=disk "
+                 "--data-root=/nonexistent/root --rolisd=" ROLISD_BINARY, &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--data-root"), std::string::npos) << out;
+  out = RunBench("--workload=ycsbpp --replicas=3 --seconds=1 --ycsb-keys=100 --durability=tape", &code);
+  EXPECT_NE(code, 0);
 }
 
 TEST(RolisBench, RejectsEvenReplicasAndMissingRolisd) {
