@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include <spdlog/spdlog.h>
@@ -23,17 +25,29 @@ class PlainSocket final : public ByteStream {
  public:
   explicit PlainSocket(int fd) : fd_(fd) {}
   ~PlainSocket() override { ::close(fd_); }
+  // Any number of parts: a frame is a few (FrameConn::WriteFrame), a group
+  // of replies two per frame (FrameConn::WriteFrames); sendmsg takes at most
+  // IOV_MAX at a time.
   bool WriteAll(const iovec* parts, int n) override {
-    iovec v[8];
-    if (n > 8) return false;
-    std::memcpy(v, parts, sizeof(iovec) * n);
+    if (n < 0) return false;
+    iovec small[8];
+    std::vector<iovec> large;
+    iovec* v = small;
+    if (n > 8) {
+      large.assign(parts, parts + n);
+      v = large.data();
+    } else {
+      std::memcpy(small, parts, sizeof(iovec) * static_cast<size_t>(n));
+    }
     int at = 0;
     while (at < n) {
+      while (at < n && v[at].iov_len == 0) at++;  // sendmsg of empty parts only would send 0 bytes
+      if (at == n) break;
       // MSG_NOSIGNAL: a peer that went away is an EPIPE here, not a SIGPIPE
       // that kills a process which did not ignore it (rolis-bench, tests).
       msghdr msg{};
       msg.msg_iov = v + at;
-      msg.msg_iovlen = static_cast<size_t>(n - at);
+      msg.msg_iovlen = std::min<size_t>(static_cast<size_t>(n - at), IOV_MAX);
       ssize_t w = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) return false;
@@ -143,6 +157,7 @@ bool FrameConn::HasBufferedFrame() const {
 
 bool FrameConn::WriteFrames(const std::vector<std::string>& frames) {
   if (frames.size() == 1) return WriteFrame(frames[0]);
+  if (frames.size() > size_t{INT_MAX} / 2) return false;
   std::vector<char> heads(4 * frames.size());
   std::vector<iovec> v;
   v.reserve(2 * frames.size());
@@ -152,11 +167,7 @@ bool FrameConn::WriteFrames(const std::vector<std::string>& frames) {
     v.push_back({heads.data() + 4 * i, 4});
     v.push_back({const_cast<char*>(frames[i].data()), frames[i].size()});
   }
-  // writev takes at most IOV_MAX parts at a time.
-  for (size_t at = 0; at < v.size(); at += 1024) {
-    if (!s_->WriteAll(v.data() + at, static_cast<int>(std::min<size_t>(1024, v.size() - at)))) return false;
-  }
-  return true;
+  return s_->WriteAll(v.data(), static_cast<int>(v.size()));
 }
 
 bool FrameConn::ReadFrame(std::string* out) {
@@ -370,9 +381,11 @@ void AcceptStreamListener::ServeConnection(Conn* c, int fd) {
       for (size_t n = 1; !close && n < kMaxGroup && conn->HasBufferedFrame() && conn->ReadFrameView(&request); n++) {
         close = group->Add(request) == Served::kClose;
       }
+      // The replies of the frames before a kClose still go out, as when
+      // each frame was answered on its own.
       replies.clear();
       group->Finish(&replies);
-      if (close || (!replies.empty() && !conn->WriteFrames(replies))) break;
+      if ((!replies.empty() && !conn->WriteFrames(replies)) || close) break;
     }
   }
   std::lock_guard<std::mutex> g(mu_);

@@ -44,7 +44,7 @@ inline constexpr char kPreface[8] = {'R', 'O', 'L', 'I', 'S', 'A', 'S', '1'};
 class ByteStream {
  public:
   virtual ~ByteStream() = default;
-  // Whole writes: false when the connection is gone.
+  // Whole writes of any number of parts: false when the connection is gone.
   virtual bool WriteAll(const iovec* parts, int n) = 0;
   // Up to `len` bytes; 0 when the connection is gone.
   virtual size_t ReadSome(char* buf, size_t len) = 0;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tls_stream.h"
 
@@ -171,6 +172,63 @@ TEST(AcceptStream, ServeMayDropARequestOrCloseTheConnection) {
   EXPECT_EQ(got, "re:after");  // nothing for "quiet"
   ASSERT_TRUE(c->WriteFrame("close"));
   EXPECT_FALSE(c->ReadFrame(&got));
+}
+
+// Frames a dialer pipelined arrive together and are served as one group
+// (AcceptStreamListener::FrameGroup): every one is answered, in order, also
+// when the group's replies are more parts than one sendmsg call takes.
+TEST(AcceptStream, PipelinedFramesAreAllAnsweredInOrder) {
+  EchoServer s;
+  const int n = static_cast<int>(AcceptStreamListener::kMaxGroup) + 44;
+  std::string bytes(kPreface, sizeof(kPreface));
+  for (int i = 0; i < n; i++) {
+    const std::string f = std::to_string(i);
+    for (int b = 0; b < 4; b++) bytes.push_back(static_cast<char>((f.size() >> (8 * b)) & 0xFF));
+    bytes += f;
+  }
+  std::string error;
+  int fd = DialTcp("127.0.0.1", s.listener.port(), std::chrono::milliseconds(2000), &error);
+  ASSERT_GE(fd, 0) << error;
+  std::unique_ptr<ByteStream> stream = WrapSocket(fd);
+  iovec all{bytes.data(), bytes.size()};
+  ASSERT_TRUE(stream->WriteAll(&all, 1));  // one write: the server reads them together
+  FrameConn c(std::move(stream), kMaxFrame);
+  std::string got;
+  for (int i = 0; i < n; i++) {
+    ASSERT_TRUE(c.ReadFrame(&got)) << "reply " << i << " of " << n;
+    EXPECT_EQ(got, "re:" + std::to_string(i));
+  }
+  EXPECT_EQ(s.served.load(), n);
+}
+
+// The replies of the frames before a "close" in the same group still go out.
+TEST(AcceptStream, RepliesQueuedBeforeACloseInTheSameGroupGoOut) {
+  EchoServer s;
+  auto c = Dial(s.listener.port());
+  ASSERT_TRUE(c && c->WritePreface());
+  ASSERT_TRUE(c->WriteFrames({"a", "b", "close", "never"}));
+  std::string got;
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:a");
+  ASSERT_TRUE(c->ReadFrame(&got));
+  EXPECT_EQ(got, "re:b");
+  EXPECT_FALSE(c->ReadFrame(&got));
+}
+
+// WriteFrames puts any number of frames on a plaintext connection (two
+// parts each: more than one sendmsg call takes).
+TEST(AcceptStream, WriteFramesSendsManyFramesInOrder) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  FrameConn a(WrapSocket(fds[0]), kMaxFrame), b(WrapSocket(fds[1]), kMaxFrame);
+  std::vector<std::string> frames;
+  for (int i = 0; i < 1500; i++) frames.push_back(i % 7 == 0 ? std::string() : std::to_string(i));
+  ASSERT_TRUE(a.WriteFrames(frames));
+  std::string got;
+  for (size_t i = 0; i < frames.size(); i++) {
+    ASSERT_TRUE(b.ReadFrame(&got)) << "frame " << i;
+    EXPECT_EQ(got, frames[i]);
+  }
 }
 
 TEST(AcceptStream, StopEndsConnectionsThatAreStillOpen) {
