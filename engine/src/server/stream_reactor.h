@@ -8,7 +8,7 @@
 // Every transaction runs on the gRPC callback thread that read it: the next
 // read is started first, so the transactions of one stream run concurrently.
 // A reply that shows a commit or reads waits for the watermark to pass them
-// (docs/replication.md, "Acknowledgement"); the stream does not finish while
+// (docs/replication.md, "Normal operation"); the stream does not finish while
 // any is in flight.
 #pragma once
 
