@@ -139,9 +139,9 @@ void Release(PerThread& p) {
 
 // Wakes the observer when the watermark passes the ts it waits for: the
 // leader loop completes it, as it completes rolisd's waiting replies.
-class ObserverWake final : public server::WatermarkWaiter {
+class ObserverWake final : public WatermarkWaiter {
  public:
-  void OnWatermark(const grpc::Status&) override {
+  void Done(bool, const std::string&) override {
     {
       std::lock_guard<std::mutex> g(mu_);
       done_ = true;

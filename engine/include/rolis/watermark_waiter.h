@@ -2,7 +2,8 @@
 // "Normal operation"): a committed read-write transaction is answered once G
 // covers its key, or fails when the member stops leading before that (its
 // outcome is then unknown to the client). The replication layer completes
-// it; the server implements it (server::WatermarkWaiter answers a gRPC call).
+// it; the server's waiters answer a gRPC call with it (a failed wait becomes
+// server::Unacknowledged, engine/src/server/call_outcome.h).
 #pragma once
 
 #include <string>

@@ -172,6 +172,10 @@ class Replica final : public CommitHook, public ReplicaHandler {
  private:
   // Durability (replica_durable.cc).
   void CheckpointAfterTransfer(const SnapshotReply& snap);
+  // Writes `snap` as the checkpoint and logs the outcome as `what` (with
+  // `after` on success), timed from `t0`.
+  void WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
+                             const char* after);
   void MaybeCheckpoint();  // the catch-up thread, when idle: a follower's periodic checkpoint
   // A member that came back empty and cannot catch up: when no majority
   // holds the cluster's data it says so (status and log).

@@ -70,16 +70,19 @@ void Replica::CheckpointAfterTransfer(const SnapshotReply& snap) {
   if (!durability_) return;
   // The log on disk lacks the slots below the snapshot: without a
   // checkpoint of it a restart would find a gap there.
-  const auto t0 = SteadyClock::now();
+  WriteAndLogCheckpoint(snap, SteadyClock::now(), "checkpoint of the state transfer", "");
+}
+
+void Replica::WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
+                              const char* after) {
   Status s = durability_->WriteCheckpoint(snap);
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   if (s.ok()) {
-    std::fprintf(stderr, "rolis-repl %u: checkpoint of the state transfer written: %zu keys at %lu.%lu in %.3f s\n",
-                 opts_.id, snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
-                 static_cast<unsigned long>(snap.at.ts), secs);
+    std::fprintf(stderr, "rolis-repl %u: %s written: %zu keys at %lu.%lu in %.3f s%s\n", opts_.id, what,
+                 snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
+                 static_cast<unsigned long>(snap.at.ts), secs, after);
   } else {
-    std::fprintf(stderr, "rolis-repl %u: checkpoint of the state transfer failed: %s\n", opts_.id,
-                 s.message().c_str());
+    std::fprintf(stderr, "rolis-repl %u: %s failed: %s\n", opts_.id, what, s.message().c_str());
   }
 }
 
@@ -95,15 +98,7 @@ void Replica::MaybeCheckpoint() {
   const auto t0 = SteadyClock::now();
   SnapshotReply snap = snapshots_.ForCheckpoint();
   if (!snap.ok) return;
-  Status s = durability_->WriteCheckpoint(snap);
-  const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  if (s.ok()) {
-    std::fprintf(stderr, "rolis-repl %u: checkpoint written: %zu keys at %lu.%lu in %.3f s; the log behind it removed\n",
-                 opts_.id, snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
-                 static_cast<unsigned long>(snap.at.ts), secs);
-  } else {
-    std::fprintf(stderr, "rolis-repl %u: checkpoint failed: %s\n", opts_.id, s.message().c_str());
-  }
+  WriteAndLogCheckpoint(snap, t0, "checkpoint", "; the log behind it removed");
 }
 
 void Replica::NoteCannotCatchUp(size_t empty_members) {

@@ -197,7 +197,7 @@ void PaxosReplicator::Stop() {
 
 Role PaxosReplicator::role() const { return replica_->role(); }
 
-bool PaxosReplicator::AwaitWatermark(uint64_t commit_ts, server::WatermarkWaiter* waiter) {
+bool PaxosReplicator::AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) {
   return replica_->AwaitWatermark(commit_ts, waiter);
 }
 

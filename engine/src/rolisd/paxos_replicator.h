@@ -60,7 +60,7 @@ class PaxosReplicator final : public server::Replicator {
   uint64_t epoch() const override { return replica_->epoch(); }
   std::string leader_client_address() const override { return replica_->leader_client_address(); }
   bool WatermarkCovers(uint64_t commit_ts) const override { return replica_->WatermarkCovers(commit_ts); }
-  bool AwaitWatermark(uint64_t commit_ts, server::WatermarkWaiter* waiter) override;
+  bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) override;
   uint64_t ReadFence() const override { return replica_->ReadFence(); }
   uint64_t watermark_ts() const override;
   std::vector<uint64_t> stream_committed_ts() const override;

@@ -12,8 +12,8 @@ class ExecuteBatchReactor::Waiter final : public WatermarkWaiter {
   Waiter(ExecuteBatchReactor* r, Clock::time_point start) : r_(r), start_(start) {}
   v1::ExecuteResponse* response() { return reply_.add_responses(); }
 
-  void OnWatermark(const grpc::Status& status) override {
-    r_->Acknowledged(reply_.mutable_responses(0), status, start_);
+  void Done(bool ok, const std::string& why) override {
+    r_->Acknowledged(reply_.mutable_responses(0), ok, why, start_);
     r_->Deliver(&reply_, false);  // r_ may be gone after this
     delete this;
   }

@@ -9,11 +9,11 @@
 
 namespace rolis::server {
 
-grpc::Status Unacknowledged(const grpc::Status& replication) {
+grpc::Status Unacknowledged(const std::string& why) {
   return grpc::Status(grpc::StatusCode::UNKNOWN,
                       "outcome unknown: the transaction committed on this member but replication did not "
                       "acknowledge it (" +
-                          replication.error_message() + "); it may or may not survive a failover");
+                          why + "); it may or may not survive a failover");
 }
 
 void NoteStatus(Method method, const grpc::Status& st) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "rolis/v1/client.pb.h"
 #include "server/metrics.h"
@@ -19,8 +20,9 @@ namespace rolis::server {
 // watermark did not pass (this member stopped leading, or shut down, before
 // replication acknowledged it): UNKNOWN, "outcome unknown". The transaction
 // may survive a failover or not; the client must not assume either (and must
-// not blindly retry a non-idempotent write).
-grpc::Status Unacknowledged(const grpc::Status& replication);
+// not blindly retry a non-idempotent write). `why`: what the failed
+// watermark wait said (rolis/watermark_waiter.h).
+grpc::Status Unacknowledged(const std::string& why);
 
 // Logs server faults (not the client's), once per class and minute.
 void NoteStatus(Method method, const grpc::Status& st);

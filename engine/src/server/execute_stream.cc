@@ -10,8 +10,8 @@ class ExecuteStreamReactor::Waiter final : public WatermarkWaiter {
   Waiter(ExecuteStreamReactor* r, ResponsePtr resp, Clock::time_point start)
       : r_(r), resp_(std::move(resp)), start_(start) {}
 
-  void OnWatermark(const grpc::Status& status) override {
-    r_->Acknowledged(resp_.get(), status, start_);
+  void Done(bool ok, const std::string& why) override {
+    r_->Acknowledged(resp_.get(), ok, why, start_);
     r_->Complete(std::move(resp_));
     delete this;
   }

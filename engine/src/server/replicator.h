@@ -31,19 +31,6 @@ namespace rolis::server {
 // Role and RoleName: rolis/role.h, shared with the replication layer.
 v1::Role RoleProto(Role r);
 
-// A wait for the watermark (rolis/watermark_waiter.h) that answers a gRPC
-// call: notified with OK once the watermark has passed a transaction's key,
-// or UNAVAILABLE if this member stopped leading before that (the
-// transaction's outcome is then unknown to the client). The replication
-// layer completes it directly: nothing is allocated per acknowledgement.
-class WatermarkWaiter : public rolis::WatermarkWaiter {
- public:
-  virtual void OnWatermark(const grpc::Status& status) = 0;
-  void Done(bool ok, const std::string& why) final {
-    OnWatermark(ok ? grpc::Status::OK : grpc::Status(grpc::StatusCode::UNAVAILABLE, why));
-  }
-};
-
 class Replicator : public CommitHook {
  public:
   ~Replicator() override = default;
@@ -83,8 +70,11 @@ class Replicator : public CommitHook {
   // replies at once (the hot path; no allocation).
   virtual bool WatermarkCovers(uint64_t commit_ts) const = 0;
   // Returns true when the watermark covers commit_ts now (`waiter` is not
-  // used). Otherwise `waiter` is called later, exactly once, from another
-  // thread; it must stay alive until then.
+  // used). Otherwise `waiter` (rolis/watermark_waiter.h) is completed later,
+  // exactly once, from another thread, and must stay alive until then; the
+  // replication layer completes it directly (nothing is allocated per
+  // acknowledgement). Where it completes, the server turns a failed wait
+  // into Unacknowledged (call_outcome.h).
   virtual bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) = 0;
   // A reply that shows what a transaction read must not show what a
   // failover could discard: before it is sent, the watermark must cover this

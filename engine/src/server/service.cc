@@ -27,8 +27,8 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
     acks_->Started();
   }
 
-  void OnWatermark(const grpc::Status& status) override {
-    grpc::Status st = status.ok() ? grpc::Status::OK : Unacknowledged(status);
+  void Done(bool ok, const std::string& why) override {
+    grpc::Status st = ok ? grpc::Status::OK : Unacknowledged(why);
     if (api_ != LatencyApi::kCount) metrics_->ObserveLatency(api_, Clock::now() - start_);
     metrics_->CountRequest(method_, st.error_code());
     if (inflight_) metrics_->AddInflight(-1);
@@ -108,7 +108,7 @@ void ClientService::Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, M
   // A reply that shows reads or a commit waits until a failover cannot undo them.
   if (st.ok() && cc.commit_ts != 0 && !replicator_->WatermarkCovers(cc.commit_ts)) {
     auto* w = new UnaryWatermarkWaiter(call, &acks_, metrics_, method, api, start, inflight);
-    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->OnWatermark(grpc::Status::OK);
+    if (replicator_->AwaitWatermark(cc.commit_ts, w)) w->Done(true, {});
     return;
   }
   if (api != LatencyApi::kCount) metrics_->ObserveLatency(api, Clock::now() - start);

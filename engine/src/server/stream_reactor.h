@@ -8,7 +8,7 @@
 // Every transaction runs on the gRPC callback thread that read it: the next
 // read is started first, so the transactions of one stream run concurrently.
 // A reply that shows a commit or reads waits for the watermark to pass them
-// (docs/replication.md, "Acknowledgement"); the stream does not finish while
+// (docs/replication.md, "Normal operation"); the stream does not finish while
 // any is in flight.
 #pragma once
 
@@ -142,13 +142,14 @@ class ExecuteStreamBase : public grpc::ServerBidiReactor<In, Out>, public Draina
   // Hands `w` the wait for the watermark to pass `ts` (it may be notified at once).
   void AwaitWatermark(uint64_t ts, WatermarkWaiter* w) {
     env_.acks->Started();
-    if (env_.replicator->AwaitWatermark(ts, w)) w->OnWatermark(grpc::Status::OK);
+    if (env_.replicator->AwaitWatermark(ts, w)) w->Done(true, {});
   }
-  // A waiter's response is final: `status` from the watermark, `start` when
-  // its transaction was read. Counts it; the caller then delivers it.
-  void Acknowledged(v1::ExecuteResponse* resp, const grpc::Status& status, Clock::time_point start) {
+  // A waiter's response is final: `ok` and `why` from the watermark wait,
+  // `start` when its transaction was read. Counts it; the caller then
+  // delivers it.
+  void Acknowledged(v1::ExecuteResponse* resp, bool ok, const std::string& why, Clock::time_point start) {
     Metrics* m = env_.metrics;
-    if (!status.ok()) SetStreamError(resp, Unacknowledged(status));
+    if (!ok) SetStreamError(resp, Unacknowledged(why));
     m->ObserveLatency(LatencyApi::kExecute, Clock::now() - start);
     m->CountRequest(method_, resp->error_code());
     m->AddInflight(-1);
