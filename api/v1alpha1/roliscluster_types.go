@@ -128,6 +128,23 @@ type RolisClusterSpec struct {
 	// +optional
 	LogFormat string `json:"logFormat,omitempty"`
 
+	// Durability says what a client's acknowledgement promises (rolisd's
+	// --durability; docs/operations.md, "Durability"). disk: each member
+	// writes its votes, its log and checkpoints to its volume (the
+	// PersistentVolumeClaim at /var/lib/rolis) and syncs them before its
+	// answer counts, so an acknowledged write is on a majority's disk and
+	// survives a restart of every member. memory: the paper's mode, an
+	// acknowledged write is in a majority's memory and a restart of a
+	// majority loses everything. Immutable: a member that ran in memory
+	// mode left its volume's state behind, and switching it back to disk
+	// would bring back votes it has since broken (docs/operator.md,
+	// "Immutable fields").
+	// +kubebuilder:validation:Enum=disk;memory
+	// +kubebuilder:default=disk
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="durability is immutable: a member switched from memory back to disk would recover votes from its volume that it has since broken, and a switch from disk to memory would change what acknowledged writes promise under running clients; create a new cluster instead"
+	// +optional
+	Durability Durability `json:"durability,omitempty"`
+
 	// Storage of each member (one PersistentVolumeClaim per pod).
 	// +kubebuilder:default={}
 	// +optional
@@ -152,6 +169,15 @@ type RolisClusterSpec struct {
 	// +optional
 	Pod PodOverrides `json:"pod,omitempty"`
 }
+
+// Durability is where a member keeps what it acknowledged: disk or memory.
+type Durability string
+
+// Durability modes (rolisd's --durability).
+const (
+	DurabilityDisk   Durability = "disk"
+	DurabilityMemory Durability = "memory"
+)
 
 // TableName is a table of rolisd: letters, digits, '_', '-' and '.', at
 // most 64 bytes (what rolisd's --tables accepts).
