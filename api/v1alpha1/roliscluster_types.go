@@ -311,6 +311,11 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionProgressing: the operator is moving the cluster towards the spec.
 	ConditionProgressing = "Progressing"
+	// ConditionDataLoss: members report lost data, or a majority of them
+	// came back with a state older than the decided epoch record; the
+	// operator promotes no one until the volumes come back or the user
+	// accepts the loss (docs/operations.md, "Data loss under the operator").
+	ConditionDataLoss = "DataLoss"
 )
 
 // LogKey is a replication position (epoch, ts), ordered epoch first.
@@ -342,7 +347,17 @@ type MemberStatus struct {
 	Lag *metav1.Duration `json:"lag,omitempty"`
 	// Healthy as reported by the member.
 	Healthy bool `json:"healthy"`
-	// Message says why the member is unreachable or unhealthy.
+	// Durability the member reports: disk (it keeps its state on its
+	// volume) or memory; unset when it does not say (an older rolisd).
+	// +optional
+	Durability string `json:"durability,omitempty"`
+	// DataLossSuspected: the member came back without state while too few
+	// members hold the cluster's data (Message says why); it neither votes
+	// nor serves.
+	// +optional
+	DataLossSuspected bool `json:"dataLossSuspected,omitempty"`
+	// Message says why the member is unreachable, unhealthy, or suspects
+	// data loss.
 	// +optional
 	Message string `json:"message,omitempty"`
 }
@@ -386,7 +401,8 @@ type RolisClusterStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Members []MemberStatus `json:"members,omitempty"`
-	// Conditions: Ready, Available, FailingOver, Degraded, Progressing.
+	// Conditions: Ready, Available, FailingOver, Degraded, Progressing,
+	// DataLoss.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
