@@ -63,9 +63,12 @@ func (r *Reconciler) checkDataLoss(ctx context.Context, s *state) {
 		}
 		return
 	}
-	msg := fmt.Sprintf("%s. The operator promotes no member until this clears: bring back the members' volumes "+
-		"(their data directories, PVCs %s), or accept the loss explicitly (docs/operations.md, \"Data loss under the operator\")",
-		d.Message, claimNames(c, d))
+	back := fmt.Sprintf("bring back the members' volumes (their data directories, PVCs %s)", claimNames(c, d))
+	if c.DurabilityMode() == dbv1.DurabilityMemory {
+		back = "with durability memory the volumes hold nothing, so only members that still run can bring it back"
+	}
+	msg := fmt.Sprintf("%s. The operator promotes no member until this clears: %s, or accept the loss explicitly "+
+		"(docs/operations.md, \"Data loss under the operator\")", d.Message, back)
 	s.condition(dbv1.ConditionDataLoss, true, d.Reason, msg)
 	s.problems = append([]finding{{ReasonDataLossSuspected, msg}}, s.problems...)
 	if key := d.Key(); s.mem.dataLoss != key {

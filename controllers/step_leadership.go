@@ -375,8 +375,9 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 	if failover {
 		action = "failover"
 	}
-	start := fmt.Sprintf("%s: promoting %s (epoch %d, watermark %s) to epoch %d: %s",
-		action, cand.Pod, cand.Status.GetEpoch(), keyString(cand.Status.GetWatermark()), epoch, why)
+	start := fmt.Sprintf("%s: promoting %s (epoch %d, watermark %s, decided epoch %d, %d slots) to epoch %d: %s",
+		action, cand.Pod, cand.Status.GetEpoch(), keyString(cand.Status.GetWatermark()),
+		cand.Status.GetDecided().GetEpoch(), leadership.SlotsHeld(cand), epoch, why)
 	r.event(c, corev1.EventTypeNormal, ReasonPromoting, "Promote", "%s", start)
 	wait(ReasonPromoting, start)
 	if failover {
