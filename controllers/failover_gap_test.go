@@ -61,6 +61,9 @@ var _ = Describe("Failover gap measurement", Ordered, Label("rolisd", "failover-
 			Members: 3, Binary: bin, Args: memberArgs(),
 		})
 		c = newCluster(newNamespace(ctx), "db", 3)
+		// The processes run without --data-dir (durability memory); the
+		// spec says so, or the operator reports DurabilityMismatch.
+		c.Spec.Durability = dbv1.DurabilityMemory
 		c.Spec.Failover.Timeout = &metav1.Duration{Duration: timeout}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		startPods(ctx, c, []int32{1, 2, 3}, "rev1", func(id int32) string { return procs.Member(int(id)).AdminAddr })

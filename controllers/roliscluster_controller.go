@@ -104,6 +104,9 @@ type memory struct {
 	// podProblems is the problem last reported in an event per member pod
 	// (checkPods), so the same state makes one event, not one per reconcile.
 	podProblems map[string]string
+	// dataLoss is the data loss last reported in an event
+	// (leadership.DataLoss.Key), so a state makes one event.
+	dataLoss string
 }
 
 type incarnation struct {

@@ -165,6 +165,9 @@ var _ = Describe("Leadership against real rolisd processes", Ordered, Label("rol
 		})
 		ns = newNamespace(ctx)
 		c = newCluster(ns, "db", 3)
+		// The processes run without --data-dir (durability memory); the
+		// spec says so, or the operator reports DurabilityMismatch.
+		c.Spec.Durability = dbv1.DurabilityMemory
 		c.Spec.Failover.Timeout = &metav1.Duration{Duration: failoverTimeout}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		startPods(ctx, c, []int32{1, 2, 3}, "rev1", func(id int32) string { return procs.Member(int(id)).AdminAddr })

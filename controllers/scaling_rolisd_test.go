@@ -45,6 +45,9 @@ var _ = Describe("Scaling against real rolisd processes", Label("rolisd"), func(
 		})
 		ns := newNamespace(ctx)
 		c := newCluster(ns, "db", 3)
+		// The processes run without --data-dir (durability memory); the
+		// spec says so, or the operator reports DurabilityMismatch.
+		c.Spec.Durability = dbv1.DurabilityMemory
 		c.Spec.Failover.Timeout = &metav1.Duration{Duration: 5 * time.Second}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		processes.setProcesses(ns, c.Name, procs)

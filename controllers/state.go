@@ -12,6 +12,7 @@ import (
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 )
 
 // finding is a reason and a message for a condition.
@@ -40,6 +41,11 @@ type state struct {
 	assessment leadership.Assessment
 	// leaderID is the id of the decided leader, -1 without one.
 	leaderID int32
+	// seen is the latest decided watermark known (the record's or the
+	// serving leader's), dataLoss what the members say against it
+	// (checkDataLoss); a loss stops every promotion.
+	seen     *rolisv1.LogKey
+	dataLoss leadership.DataLoss
 
 	// Findings of the steps, turned into conditions by the status step.
 	problems    []finding // Degraded

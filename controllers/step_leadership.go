@@ -105,6 +105,7 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 	}
 	s.stored = stored
 	rec := stored.Record
+	r.checkDataLoss(ctx, s)
 	s.assessment = leadership.AssessLeader(s.members, rec)
 	if s.assessment.State == leadership.Unhealthy && !s.assessment.Gone && s.mem.leaderUnhealthySince.IsZero() {
 		r.confirmSuspicion(ctx, s, rec)
@@ -328,6 +329,11 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 		return stopFor(b.notBefore.Sub(now)), nil
 	}
 
+	if s.dataLoss.Lost {
+		// checkDataLoss made the condition, the event and the log line.
+		return stopFor(probeInterval(c)), nil
+	}
+
 	reachable, need := leadership.CountReachable(s.members), leadership.Majority(len(s.members))
 	if reachable < need {
 		msg := fmt.Sprintf("%d of %d members answer, a promotion needs a majority of %d", reachable, len(s.members), need)
@@ -362,13 +368,16 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 		}
 	}()
 
+	r.warnIfBehindRecord(ctx, s, cand)
+
 	epoch := leadership.NextEpoch(s.members, s.stored.Record)
 	action := "election"
 	if failover {
 		action = "failover"
 	}
-	start := fmt.Sprintf("%s: promoting %s (epoch %d, watermark %s) to epoch %d: %s",
-		action, cand.Pod, cand.Status.GetEpoch(), keyString(cand.Status.GetWatermark()), epoch, why)
+	start := fmt.Sprintf("%s: promoting %s (epoch %d, watermark %s, decided epoch %d, %d slots) to epoch %d: %s",
+		action, cand.Pod, cand.Status.GetEpoch(), keyString(cand.Status.GetWatermark()),
+		cand.Status.GetDecided().GetEpoch(), leadership.SlotsHeld(cand), epoch, why)
 	r.event(c, corev1.EventTypeNormal, ReasonPromoting, "Promote", "%s", start)
 	wait(ReasonPromoting, start)
 	if failover {

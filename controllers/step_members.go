@@ -59,6 +59,10 @@ func statusOfMember(m *leadership.Member) dbv1.MemberStatus {
 	if m.Reachable() {
 		ms.Epoch = int64(m.Status.GetEpoch())
 		ms.Watermark = logKey(m.Status.GetWatermark())
+		ms.Durability = m.Status.GetDurability()
+		if m.Status.GetDataLossSuspected() {
+			ms.DataLossSuspected, ms.Message = true, m.Status.GetDataLossReason()
+		}
 	} else {
 		ms.Message = leadership.ShortError(m.Err)
 	}

@@ -68,6 +68,8 @@ var _ = Describe("Validation by the API server", func() {
 		Entry("a TLS issuer of an unknown kind", func(c *dbv1.RolisCluster) {
 			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca", Kind: "Vault"}}
 		}, "spec.tls.issuerRef.kind", "Unsupported value"),
+		Entry("a durability other than disk or memory", func(c *dbv1.RolisCluster) { c.Spec.Durability = "tape" },
+			`spec.durability: Unsupported value: "tape"`),
 		Entry("a name too long for the pods and services made from it", func(c *dbv1.RolisCluster) {
 			c.Name = strings.Repeat("a", 46)
 		}, "metadata.name must be at most 45 characters"),
@@ -145,6 +147,16 @@ var _ = Describe("Validation by the API server", func() {
 		It("rejects a new number of replication streams", func() {
 			err := update(func(c *dbv1.RolisCluster) { c.Spec.ReplicationStreams = 16 })
 			Expect(err).To(MatchError(ContainSubstring("replicationStreams is immutable")))
+		})
+		It("defaults durability to disk and rejects changing it either way", func() {
+			Expect(getCluster(ctx, c).Spec.Durability).To(Equal(dbv1.DurabilityDisk), "defaulted")
+			err := update(func(c *dbv1.RolisCluster) { c.Spec.Durability = dbv1.DurabilityMemory })
+			Expect(err).To(MatchError(ContainSubstring("durability is immutable")))
+			m := newCluster(ns, "mem", 3)
+			m.Spec.Durability = dbv1.DurabilityMemory
+			Expect(k8s.Create(ctx, m)).To(Succeed())
+			err = updateCluster(ctx, m, func(c *dbv1.RolisCluster) { c.Spec.Durability = dbv1.DurabilityDisk })
+			Expect(err).To(MatchError(ContainSubstring("durability is immutable")))
 		})
 		It("accepts a new number of worker threads up to the streams, not beyond", func() {
 			Expect(update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 8 })).To(Succeed())

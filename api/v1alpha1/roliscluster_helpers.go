@@ -102,3 +102,14 @@ func (c *RolisCluster) LogFormat() string {
 	}
 	return DefaultLogFormat
 }
+
+// DefaultDurability is the durability of a cluster without spec.durability.
+const DefaultDurability = DurabilityDisk
+
+// DurabilityMode returns spec.durability or its default.
+func (c *RolisCluster) DurabilityMode() Durability {
+	if c.Spec.Durability != "" {
+		return c.Spec.Durability
+	}
+	return DefaultDurability
+}

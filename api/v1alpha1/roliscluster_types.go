@@ -128,6 +128,23 @@ type RolisClusterSpec struct {
 	// +optional
 	LogFormat string `json:"logFormat,omitempty"`
 
+	// Durability says what a client's acknowledgement promises (rolisd's
+	// --durability; docs/operations.md, "Durability"). disk: each member
+	// writes its votes, its log and checkpoints to its volume (the
+	// PersistentVolumeClaim at /var/lib/rolis) and syncs them before its
+	// answer counts, so an acknowledged write is on a majority's disk and
+	// survives a restart of every member. memory: the paper's mode, an
+	// acknowledged write is in a majority's memory and a restart of a
+	// majority loses everything. Immutable: a member that ran in memory
+	// mode left its volume's state behind, and switching it back to disk
+	// would bring back votes it has since broken (docs/operator.md,
+	// "Immutable fields").
+	// +kubebuilder:validation:Enum=disk;memory
+	// +kubebuilder:default=disk
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="durability is immutable: a member switched from memory back to disk would recover votes from its volume that it has since broken, and a switch from disk to memory would change what acknowledged writes promise under running clients; create a new cluster instead"
+	// +optional
+	Durability Durability `json:"durability,omitempty"`
+
 	// Storage of each member (one PersistentVolumeClaim per pod).
 	// +kubebuilder:default={}
 	// +optional
@@ -152,6 +169,15 @@ type RolisClusterSpec struct {
 	// +optional
 	Pod PodOverrides `json:"pod,omitempty"`
 }
+
+// Durability is where a member keeps what it acknowledged: disk or memory.
+type Durability string
+
+// Durability modes (rolisd's --durability).
+const (
+	DurabilityDisk   Durability = "disk"
+	DurabilityMemory Durability = "memory"
+)
 
 // TableName is a table of rolisd: letters, digits, '_', '-' and '.', at
 // most 64 bytes (what rolisd's --tables accepts).
@@ -285,6 +311,11 @@ const (
 	ConditionDegraded = "Degraded"
 	// ConditionProgressing: the operator is moving the cluster towards the spec.
 	ConditionProgressing = "Progressing"
+	// ConditionDataLoss: members report lost data, or a majority of them
+	// came back with a state older than the decided epoch record; the
+	// operator promotes no one until the volumes come back or the user
+	// accepts the loss (docs/operations.md, "Data loss under the operator").
+	ConditionDataLoss = "DataLoss"
 )
 
 // LogKey is a replication position (epoch, ts), ordered epoch first.
@@ -316,7 +347,17 @@ type MemberStatus struct {
 	Lag *metav1.Duration `json:"lag,omitempty"`
 	// Healthy as reported by the member.
 	Healthy bool `json:"healthy"`
-	// Message says why the member is unreachable or unhealthy.
+	// Durability the member reports: disk (it keeps its state on its
+	// volume) or memory; unset when it does not say (an older rolisd).
+	// +optional
+	Durability string `json:"durability,omitempty"`
+	// DataLossSuspected: the member came back without state while too few
+	// members hold the cluster's data (Message says why); it neither votes
+	// nor serves.
+	// +optional
+	DataLossSuspected bool `json:"dataLossSuspected,omitempty"`
+	// Message says why the member is unreachable, unhealthy, or suspects
+	// data loss.
 	// +optional
 	Message string `json:"message,omitempty"`
 }
@@ -360,7 +401,8 @@ type RolisClusterStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Members []MemberStatus `json:"members,omitempty"`
-	// Conditions: Ready, Available, FailingOver, Degraded, Progressing.
+	// Conditions: Ready, Available, FailingOver, Degraded, Progressing,
+	// DataLoss.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -30,13 +30,41 @@ func CompareKeys(a, b *rolisv1.LogKey) int {
 	return 0
 }
 
-// MoreAdvanced reports whether member a is ahead of member b: a higher epoch,
-// then a higher watermark G. Both must be reachable.
+// MoreAdvanced reports whether member a is ahead of member b: a higher
+// epoch, then a higher watermark G, then a longer log. Both must be
+// reachable.
+//
+// The epoch is the higher of the epoch the member is in and the newest
+// decided record it knows, and the log is the slots it holds: a member
+// that restarted with its data directory (durability disk) answers at
+// epoch 0 and watermark (0,0) until a leader's watermark covers its
+// replay (docs/operations.md, "Durability"), but with the decided record
+// and the slots it recovered. After a full-cluster restart those are
+// what tells the members apart.
 func MoreAdvanced(a, b *Member) bool {
-	if a.Status.GetEpoch() != b.Status.GetEpoch() {
-		return a.Status.GetEpoch() > b.Status.GetEpoch()
+	if ea, eb := StateEpoch(a), StateEpoch(b); ea != eb {
+		return ea > eb
 	}
-	return CompareKeys(a.Status.GetWatermark(), b.Status.GetWatermark()) > 0
+	if c := CompareKeys(a.Status.GetWatermark(), b.Status.GetWatermark()); c != 0 {
+		return c > 0
+	}
+	return SlotsHeld(a) > SlotsHeld(b)
+}
+
+// StateEpoch is the epoch of the state member m holds: the epoch it is
+// in, or the newest decided record it knows when that is higher.
+func StateEpoch(m *Member) uint64 {
+	return max(m.Status.GetEpoch(), m.Status.GetDecided().GetEpoch())
+}
+
+// SlotsHeld is the end of member m's log summed over its streams (slot
+// numbers are log positions, the same on every member).
+func SlotsHeld(m *Member) uint64 {
+	n := uint64(0)
+	for _, s := range m.Status.GetStreams() {
+		n += s.GetNextSlot()
+	}
+	return n
 }
 
 // Eligible says whether a member may become the candidate of a promotion,
@@ -58,8 +86,8 @@ func Eligible(m *Member) (bool, string) {
 }
 
 // ChooseCandidate picks the member to promote: among eligible members not in
-// exclude, the most advanced (highest epoch, then highest watermark G); on a
-// tie, one that runs the current revision, then the lowest id, so that the
+// exclude, the most advanced (MoreAdvanced: highest epoch, then highest
+// watermark G, then the longest log); on a tie, one that runs the current revision, then the lowest id, so that the
 // choice is deterministic.
 //
 // Why the most advanced: the failover protocol is safe whichever member

@@ -191,3 +191,34 @@ func TestStillOpeningIsOnlyAnOpenThatDidNotAnswerInTime(t *testing.T) {
 	g.Expect(StillOpening(open(status.Error(codes.FailedPrecondition, "OpenEpoch must follow")))).To(BeFalse())
 	g.Expect(StillOpening(&StepError{Step: StepPrepare, Err: status.Error(codes.Unavailable, "no majority")})).To(BeFalse())
 }
+
+// Members that restarted with their data directories answer at epoch 0 and
+// watermark (0,0) with the decided record and the slots they recovered: the
+// choice goes by those, so the member with the longest recovered log leads
+// (a live member of the decided epoch still comes first).
+func TestChooseCandidateUsesTheRecoveredStateAfterARestart(t *testing.T) {
+	g := NewWithT(t)
+	recovered := func(id int32, slots ...uint64) Member {
+		m := member(id, 0, key(0, 0))
+		m.Status.PromisedEpoch = 1
+		m.Status.Decided = &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1}
+		for i, n := range slots {
+			m.Status.Streams = append(m.Status.Streams, &rolisv1.StreamStatus{Stream: uint32(i), NextSlot: n})
+		}
+		return m
+	}
+	members := []Member{recovered(1, 2499, 2523), recovered(2, 2597, 2624), recovered(3, 2593, 2619)}
+	c, err := ChooseCandidate(members, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ID).To(Equal(int32(2)), "the longest recovered log")
+
+	members = append(members, member(4, 0, key(0, 0)))
+	c, err = ChooseCandidate(members, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ID).To(Equal(int32(2)), "an empty member knows no decided epoch")
+
+	members[0] = member(1, 1, key(1, 40)) // a live member of epoch 1
+	c, err = ChooseCandidate(members, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.ID).To(Equal(int32(1)), "a live watermark of the decided epoch comes before any log length")
+}

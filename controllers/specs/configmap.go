@@ -25,6 +25,7 @@ const (
 	KeyBatchTimeout  = "batchTimeout"
 	KeyPrefault      = "prefaultMemory"
 	KeyTLS           = "tls"
+	KeyDurability    = "durability"
 	// KeyPeers is the membership the pods start with (--peers). Pods read it
 	// through an environment variable, so a membership change does not roll
 	// them; running members learn it through ChangeMembership.
@@ -41,6 +42,7 @@ func EngineSettings(c *dbv1.RolisCluster) map[string]string {
 		KeyBatchSize:     strconv.Itoa(int(c.BatchSize())),
 		KeyBatchTimeout:  dbv1.BatchTimeoutFlag(c.BatchTimeout()),
 		KeyTLS:           strconv.FormatBool(c.TLSEnabled()),
+		KeyDurability:    string(c.DurabilityMode()),
 	}
 	// Only when set: a cluster without it keeps the hash (and the pods) it
 	// had before the field existed.

@@ -288,7 +288,7 @@ func TestDefaultsApplyToAnUndefaultedCluster(t *testing.T) {
 	g := NewWithT(t)
 	c := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "n"}, Spec: dbv1.RolisClusterSpec{Image: "i"}}
 	s := EngineSettings(c)
-	g.Expect(s).To(Equal(map[string]string{KeyWorkerThreads: "2", KeyBatchSize: "200", KeyBatchTimeout: "1ms", KeyTLS: "false"}))
+	g.Expect(s).To(Equal(map[string]string{KeyWorkerThreads: "2", KeyBatchSize: "200", KeyBatchTimeout: "1ms", KeyTLS: "false", KeyDurability: "disk"}))
 	sts := StatefulSet(c, c.DesiredReplicas(), "h", DefaultOptions())
 	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))

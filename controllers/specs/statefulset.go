@@ -32,7 +32,11 @@ const (
 	// the replication layer, which does not know those flags, still starts.
 	EnvBatchSize    = "ROLISD_BATCH_SIZE"
 	EnvBatchTimeout = "ROLISD_BATCH_TIMEOUT"
-	EnvDataDir      = "ROLISD_DATA_DIR"
+	// EnvDataDir points rolisd at the data volume (DataDir, the
+	// PersistentVolumeClaim's mount), EnvDurability says whether it keeps
+	// its state there (spec.durability): docs/operations.md, "Durability".
+	EnvDataDir    = "ROLISD_DATA_DIR"
+	EnvDurability = "ROLISD_DURABILITY"
 	// EnvPrefaultMemory and EnvHugePages are set only with
 	// spec.prefaultMemory (docs/operations.md, "Prefaulted memory"): memory
 	// faulted in at start as huge pages.
@@ -140,6 +144,7 @@ func PodTemplate(c *dbv1.RolisCluster, configHash string, o Options) corev1.PodT
 		{Name: EnvBatchSize, Value: strconv.Itoa(int(c.BatchSize()))},
 		{Name: EnvBatchTimeout, Value: dbv1.BatchTimeoutFlag(c.BatchTimeout())},
 		{Name: EnvDataDir, Value: DataDir},
+		{Name: EnvDurability, Value: string(c.DurabilityMode())},
 	}
 	if b := c.PrefaultMemoryBytes(); b > 0 {
 		env = append(env, corev1.EnvVar{Name: EnvPrefaultMemory, Value: strconv.FormatInt(b, 10)},

@@ -1,0 +1,104 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package leadership
+
+import (
+	"errors"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+)
+
+// The record of the Kind run: epoch 1 decided at (0,0), then 100
+// keys written (the leader's G seen at (1,900)), then every pod deleted;
+// memory durability brings all three back at epoch 0, watermark (0,0).
+func TestAMajorityThatCameBackEmptyUnderADecidedRecordIsDataLoss(t *testing.T) {
+	g := NewWithT(t)
+	rec := &rolisv1.EpochRecord{Epoch: 1, LeaderId: 1, Watermark: key(0, 0)}
+	seen := SeenWatermark(rec, key(1, 900))
+	g.Expect(seen).To(Equal(key(1, 900)), "the leader's G seen serving is later than the record's G'")
+
+	empty := []Member{member(1, 0, key(0, 0)), member(2, 0, key(0, 0)), member(3, 0, key(0, 0))}
+	d := AssessDataLoss(empty, rec, seen)
+	g.Expect(d.Lost).To(BeTrue())
+	g.Expect(d.Reason).To(Equal(DataLossMajorityBehind))
+	g.Expect(d.Behind).To(HaveLen(3))
+	g.Expect(d.Message).To(ContainSubstring("3 of 3 members answer with a state older than the decided record (epoch 1, leader 1, watermark (0,0), last seen watermark (1,900))"))
+	g.Expect(d.Message).To(ContainSubstring("db-2 (epoch 0, promised 0, decided 0, watermark (0,0))"))
+
+	// With the record's G' alone at (0,0) (an operator that never saw the
+	// leader serve past it), nothing acknowledged is known to be lost.
+	g.Expect(AssessDataLoss(empty, rec, SeenWatermark(rec, nil)).Lost).To(BeFalse())
+	rec.Watermark = key(1, 5)
+	g.Expect(AssessDataLoss(empty, rec, SeenWatermark(rec, nil)).Lost).To(BeTrue(), "the record's own G' counts")
+}
+
+func TestAMinorityBehindTheRecordIsNotDataLoss(t *testing.T) {
+	g := NewWithT(t)
+	rec := &rolisv1.EpochRecord{Epoch: 3, LeaderId: 1, Watermark: key(2, 40)}
+	seen := SeenWatermark(rec, key(3, 70))
+	members := []Member{member(1, 3, key(3, 70)), member(2, 3, key(3, 60)), member(3, 0, key(0, 0))}
+	d := AssessDataLoss(members, rec, seen)
+	g.Expect(d.Lost).To(BeFalse(), "the two others hold the record: a Prepare majority always meets one of them")
+	g.Expect(d.Behind).To(HaveLen(1))
+	g.Expect(d.Key()).To(BeEmpty())
+}
+
+// Members that restarted with their data (durability disk) keep their
+// promise and the decided record they learned, so they are not behind even
+// while their epoch or watermark reads low; and a follower that missed the
+// decision but promised its epoch took part in it.
+func TestMembersThatKeptTheirVotesAreNotBehind(t *testing.T) {
+	g := NewWithT(t)
+	rec := &rolisv1.EpochRecord{Epoch: 4, LeaderId: 2, Watermark: key(3, 500)}
+	seen := SeenWatermark(rec, key(4, 800))
+	promised := member(1, 3, key(3, 400))
+	promised.Status.PromisedEpoch = 4
+	decided := member(2, 0, key(0, 0))
+	decided.Status.Decided = &rolisv1.EpochRecord{Epoch: 4}
+	ahead := member(3, 3, key(4, 900)) // its G is past the last one seen
+	for _, m := range []*Member{&promised, &decided, &ahead} {
+		g.Expect(BehindRecord(m, rec, seen)).To(BeFalse(), m.Pod)
+	}
+	g.Expect(AssessDataLoss([]Member{promised, decided, ahead}, rec, seen).Lost).To(BeFalse())
+
+	unreachable := Member{ID: 4, Pod: "db-4", Err: errors.New("down")}
+	g.Expect(BehindRecord(&unreachable, rec, seen)).To(BeFalse(), "no answer says nothing about its state")
+	g.Expect(BehindRecord(&decided, &rolisv1.EpochRecord{}, key(0, 0))).To(BeFalse(), "nothing was decided yet: a new cluster")
+}
+
+func TestAMemberThatReportsDataLossIsDataLossWhateverTheRecordSays(t *testing.T) {
+	g := NewWithT(t)
+	m := member(2, 0, key(0, 0))
+	m.Status.DataLossSuspected = true
+	m.Status.DataLossReason = "2 of 3 members came back without state"
+	d := AssessDataLoss([]Member{member(1, 5, key(5, 5)), m, member(3, 5, key(5, 5))}, &rolisv1.EpochRecord{}, key(0, 0))
+	g.Expect(d.Lost).To(BeTrue())
+	g.Expect(d.Reason).To(Equal(DataLossReported))
+	g.Expect(d.Message).To(Equal("1 of 3 members report suspected data loss (db-2: 2 of 3 members came back without state)"))
+	g.Expect(d.Key()).To(Equal(DataLossReported + ":db-2"))
+}
+
+// Followers that restarted empty while the leader serves (memory
+// durability) catch up from it: nothing is lost, whatever their epoch.
+func TestMembersBehindAServingLeaderOrCatchingUpAreNotDataLoss(t *testing.T) {
+	g := NewWithT(t)
+	rec := &rolisv1.EpochRecord{Epoch: 2, LeaderId: 1, Watermark: key(1, 10)}
+	seen := SeenWatermark(rec, key(2, 70))
+	leader := member(1, 2, key(2, 70))
+	leader.Status.Role = rolisv1.Role_LEADER
+	members := []Member{leader, member(2, 0, key(0, 0)), member(3, 0, key(0, 0))}
+	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeFalse())
+
+	members[0] = member(1, 0, key(0, 0))
+	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeTrue(), "without the leader, the three lost it")
+	members[1].Status.Role = rolisv1.Role_CATCHING_UP
+	members[2].Status.Role = rolisv1.Role_CATCHING_UP
+	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeFalse(), "two are being rebuilt from a member that holds the data")
+}
