@@ -3,6 +3,8 @@ package e2e
 import (
 	"time"
 
+	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -69,12 +71,25 @@ func (d *database) rejoin(pod, uid string) {
 	By("letting " + pod + " come back and catch up")
 	if uid != "" {
 		waitPodReplaced(d.ns, pod, uid, 3*time.Minute)
-		d.fw.restart(pod)
 	} else {
-		time.Sleep(5 * time.Second)
+		waitContainerRestarted(d.ns, pod, 3*time.Minute)
 	}
+	d.fw.restart(pod)
 	waitReady(d.ns, d.name, 3*time.Minute)
-	time.Sleep(2 * time.Second)
+	d.waitMembersServing(2 * time.Minute)
+}
+
+// waitMembersServing waits until every member answers its status as the
+// leader or a follower (not a candidate, nor catching up).
+func (d *database) waitMembersServing(limit time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		for _, p := range d.pods {
+			st, err := d.status(p)
+			g.Expect(err).NotTo(HaveOccurred(), p)
+			g.Expect(st.GetRole()).To(BeElementOf(rolisv1.Role_LEADER, rolisv1.Role_FOLLOWER), p)
+		}
+	}).WithTimeout(limit).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // rejoinAndVerify is rejoin, then the ledger checks.

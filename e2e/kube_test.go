@@ -209,6 +209,21 @@ func podUID(ns, pod string) string {
 	return out
 }
 
+// waitContainerRestarted waits until pod's container has restarted at least
+// once (its process was killed) and the pod is Ready again.
+func waitContainerRestarted(ns, pod string, limit time.Duration) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		out, err := kubectl(20*time.Second, "-n", ns, "get", "pod", pod, "-o",
+			`jsonpath={.status.containerStatuses[0].restartCount} {.status.conditions[?(@.type=="Ready")].status}`)
+		g.Expect(err).NotTo(HaveOccurred())
+		f := strings.Fields(out)
+		g.Expect(f).To(HaveLen(2))
+		g.Expect(f[0]).NotTo(Equal("0"))
+		g.Expect(f[1]).To(Equal("True"))
+	}).WithTimeout(limit).WithPolling(time.Second).Should(Succeed())
+}
+
 // waitPodReplaced waits until pod runs again under a new uid and is Ready.
 func waitPodReplaced(ns, pod, oldUID string, limit time.Duration) {
 	GinkgoHelper()
