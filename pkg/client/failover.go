@@ -32,6 +32,11 @@ type FailoverResult struct {
 	AnnounceErrors map[uint32]error
 }
 
+// DeciderOperator is the Status decider of a member whose epoch records
+// the operator decides (rolisd --decider=operator); such a member refuses
+// DecideEpoch, and Failover refuses before it prepares anything.
+const DeciderOperator = "operator"
+
 // Failover drives the failover protocol through the admin API, as the
 // operator does but keeping the epoch decision on the members' control
 // stream (DecideEpoch) instead of in Kubernetes:
@@ -66,6 +71,12 @@ func (a *Admin) Failover(ctx context.Context, opts FailoverOptions) (*FailoverRe
 		st := m.Status
 		step("status: member %d %s epoch=%d promised=%d watermark=%d.%d", m.ID, RoleName(st.GetRole()),
 			st.GetEpoch(), st.GetPromisedEpoch(), st.GetWatermark().GetEpoch(), st.GetWatermark().GetTs())
+		if st.GetDecider() == DeciderOperator {
+			// The members would refuse DecideEpoch; asking them to prepare
+			// first would only depose the operator's leader.
+			return nil, fmt.Errorf("member %d: the operator decides this cluster's epoch records (--decider=operator): "+
+				"fail over through the operator, not through the admin API's control stream", m.ID)
+		}
 		reachable = append(reachable, m)
 		maxEpoch = max(maxEpoch, st.GetEpoch(), st.GetPromisedEpoch(), st.GetDecided().GetEpoch())
 		if d := st.GetDecided(); d != nil && (last == nil || d.GetEpoch() > last.GetEpoch()) {
