@@ -51,6 +51,9 @@ const DeciderOperator = "operator"
 //  4. OpenEpoch(decided) on the candidate: it opens for writes once its
 //     re-proposals, no-ops and barriers are on a majority.
 //  5. AnnounceLeader(decided, leader client address) to every member.
+//
+// A cluster whose members say the operator decides its records (Status
+// decider "operator") is refused after step 1, before anything changes.
 func (a *Admin) Failover(ctx context.Context, opts FailoverOptions) (*FailoverResult, error) {
 	step := opts.Step
 	if step == nil {

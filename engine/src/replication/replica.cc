@@ -200,10 +200,10 @@ void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& ad
   if (!member_.FollowLeader(epoch, leader, addr)) return;
   if (leader == opts_.id) return;
   // Another member leads this member's pending epoch or a newer one. The
-  // same epoch counts: two built-in elections may prepare one epoch
-  // together, and the control stream decides only one record per epoch,
-  // so the loser's candidacy can never open and must not keep it a
-  // candidate (that member would refuse to serve as a follower).
+  // same epoch counts: ballots are unique per proposer, so another leader
+  // of this member's pending epoch means its candidacy can never open, and
+  // it must not stay a candidate (that member would refuse to serve as a
+  // follower).
   const bool abandon = failover_.DropCandidacyUpTo(epoch);
   // Another member leads a newer epoch: a stale leader steps down (its
   // acceptor promised the newer epoch, so it could not commit anyway).
