@@ -50,10 +50,10 @@ func rolisdBinary() string {
 }
 
 // memberArgs are the flags of a member started as the StatefulSet starts it
-// (--election=none: the operator elects), with short timers for the tests,
-// then extra.
+// (--election=none --decider=operator: the operator elects and decides),
+// with short timers for the tests, then extra.
 func memberArgs(extra ...string) []string {
-	return append([]string{"--election=none", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
+	return append([]string{"--election=none", "--decider=operator", "--worker-threads=2", "--batch-timeout=1ms", "--epoch-period-ms=10",
 		"--shutdown-grace=1s", "--txn-idle-timeout=2s"}, extra...)
 }
 

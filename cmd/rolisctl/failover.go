@@ -26,6 +26,11 @@ func newFailoverCmd(g *globals) *cobra.Command {
   4. OpenEpoch on the candidate: it opens for writes;
   5. AnnounceLeader to every member.
 
+The control stream decides the epoch records only of clusters run with
+rolisd --decider=control-stream (the default): against members run with
+--decider=operator (the operator's pods) it stops after step 1, since
+they refuse DecideEpoch; fail over through the operator there.
+
 Each step is printed. With --json the last line is a JSON object with
 epoch, leader_id, leader_address and watermark.`,
 		Args: cobra.NoArgs,

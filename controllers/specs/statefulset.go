@@ -58,7 +58,8 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 		fmt.Sprintf("--metrics-listen=0.0.0.0:%d", MetricsPort),
 		fmt.Sprintf("--accept-stream-port=%d", AcceptStreamPort),
 		fmt.Sprintf("--advertise-address=$(%s).%s.%s.svc.%s:%d", EnvPodName, HeadlessServiceName(c), c.Namespace, o.ClusterDomain, ClientPort),
-		"--election=none", // the operator elects
+		"--election=none",    // the operator elects
+		"--decider=operator", // and decides epoch records: members refuse DecideEpoch (docs/replication.md)
 		fmt.Sprintf("--worker-threads=%d", c.WorkerThreads()),
 		fmt.Sprintf("--replication-streams=%d", c.ReplicationStreams()),
 		"--log-format=" + c.LogFormat(),

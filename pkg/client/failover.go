@@ -32,6 +32,11 @@ type FailoverResult struct {
 	AnnounceErrors map[uint32]error
 }
 
+// DeciderOperator is the Status decider of a member whose epoch records
+// the operator decides (rolisd --decider=operator); such a member refuses
+// DecideEpoch, and Failover refuses before it prepares anything.
+const DeciderOperator = "operator"
+
 // Failover drives the failover protocol through the admin API, as the
 // operator does but keeping the epoch decision on the members' control
 // stream (DecideEpoch) instead of in Kubernetes:
@@ -46,6 +51,9 @@ type FailoverResult struct {
 //  4. OpenEpoch(decided) on the candidate: it opens for writes once its
 //     re-proposals, no-ops and barriers are on a majority.
 //  5. AnnounceLeader(decided, leader client address) to every member.
+//
+// A cluster whose members say the operator decides its records (Status
+// decider "operator") is refused after step 1, before anything changes.
 func (a *Admin) Failover(ctx context.Context, opts FailoverOptions) (*FailoverResult, error) {
 	step := opts.Step
 	if step == nil {
@@ -66,6 +74,12 @@ func (a *Admin) Failover(ctx context.Context, opts FailoverOptions) (*FailoverRe
 		st := m.Status
 		step("status: member %d %s epoch=%d promised=%d watermark=%d.%d", m.ID, RoleName(st.GetRole()),
 			st.GetEpoch(), st.GetPromisedEpoch(), st.GetWatermark().GetEpoch(), st.GetWatermark().GetTs())
+		if st.GetDecider() == DeciderOperator {
+			// The members would refuse DecideEpoch; asking them to prepare
+			// first would only depose the operator's leader.
+			return nil, fmt.Errorf("member %d: the operator decides this cluster's epoch records (--decider=operator): "+
+				"fail over through the operator, not through the admin API's control stream", m.ID)
+		}
 		reachable = append(reachable, m)
 		maxEpoch = max(maxEpoch, st.GetEpoch(), st.GetPromisedEpoch(), st.GetDecided().GetEpoch())
 		if d := st.GetDecided(); d != nil && (last == nil || d.GetEpoch() > last.GetEpoch()) {

@@ -166,9 +166,16 @@ PromiseReply Acceptor::Promise(const PromiseMsg& m) {
   for (auto& s : streams_) locks.emplace_back(s->mu);
   uint64_t p = promised_.load(std::memory_order_acquire);
   if (!m.peek) {
-    if (m.epoch < p) {
+    // Ballots are unique per proposer: an equal epoch only to the proposer
+    // it was promised to (docs/replication.md, "Failover to epoch e'").
+    if (m.epoch < p || (m.epoch == p && (granted_epoch_ != p || granted_to_ != m.from))) {
       r.ok = false;
       r.promised_epoch = p;
+      if (m.epoch == p) {
+        r.error = granted_epoch_ == p ? "epoch " + std::to_string(p) + " was promised to member " +
+                                            std::to_string(granted_to_)
+                                      : "epoch " + std::to_string(p) + " was promised to another proposer";
+      }
       return r;
     }
     if (journal_) {
@@ -183,6 +190,8 @@ PromiseReply Acceptor::Promise(const PromiseMsg& m) {
       }
     }
     RaisePromiseLocked(m.epoch);
+    granted_epoch_ = m.epoch;
+    granted_to_ = m.from;
   }
   r.ok = true;
   r.promised_epoch = promised_.load(std::memory_order_acquire);

@@ -5,9 +5,13 @@
 // reads, so no slot is accepted under a lower ballot after a promise.
 //
 // Rules (docs/replication.md):
-//   - Promise(e): granted when e > promised (or e == promised: a retry of the
-//     same candidate; two candidates never open the same epoch, because only
-//     the decided record's leader proposes in it); returns every slot held.
+//   - Promise(e) from proposer p: granted when e > promised, or when
+//     e == promised and this acceptor promised e to p itself (a retry of the
+//     same candidate). A ballot is (epoch, proposer): an equal epoch from
+//     another proposer, or one whose proposer this acceptor no longer knows
+//     (the promise came from an accept, a restart or a catch-up), is
+//     refused, so at most one proposer gathers a majority for an epoch.
+//     Returns every slot held.
 //   - Accept(e, slot): granted when e >= promised; promised becomes e. A slot
 //     takes the value of the latest accepted ballot (the proposer of a ballot
 //     never changes its value: re-proposals keep what they found).
@@ -122,6 +126,11 @@ class Acceptor {
   std::vector<std::unique_ptr<StreamLog>> streams_;
   std::mutex promise_mu_;  // serializes Promise/Reset (which take every stream lock)
   std::atomic<uint64_t> promised_{0};
+  // Under promise_mu_: the ballot of the last promise granted by Promise,
+  // (epoch, proposer). Only that proposer gets an equal epoch again; memory
+  // only (a restarted acceptor refuses every equal epoch).
+  uint64_t granted_epoch_ = 0;
+  uint32_t granted_to_ = 0;
   std::atomic<size_t> bytes_{0};
   AcceptorJournal* journal_ = nullptr;
 };

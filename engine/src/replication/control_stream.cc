@@ -42,6 +42,44 @@ Status ControlStream::DecideEpoch(const Decided& record, uint64_t expected_previ
   return Status::OK();
 }
 
+Status ControlStream::CheckDecided(const Decided& record) {
+  auto known = [&] {
+    DecidedPtr latest = control_->latest();
+    return latest && *latest == record;
+  };
+  if (known()) return Status::OK();
+  DecidedPtr latest = control_->latest();
+  if (!latest || NewerRecord(record, *latest)) {
+    // Not learned here yet (the proposer's announcement may be on its way):
+    // ask the others.
+    ControlMsg q;
+    q.kind = ControlMsg::Kind::kQuery;
+    q.from = member_->self();
+    // Enough once one shows it (or a newer record); otherwise every member
+    // answers or its call times out.
+    auto enough = [&record](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
+      for (const auto& [id, r] : rs) {
+        if (r.latest && !NewerRecord(record, *r.latest)) return true;
+      }
+      return false;
+    };
+    for (auto& [id, r] : calls_->ControlAll(q, enough)) {
+      if (r.latest) learn_(r.latest);
+    }
+    if (known()) return Status::OK();
+    latest = control_->latest();
+  }
+  if (latest && NewerRecord(*latest, record)) {
+    return Status::FailedPrecondition("a newer record than that of epoch " + std::to_string(record.record.epoch) +
+                                      " is decided (epoch " + std::to_string(latest->record.epoch) + ", config " +
+                                      std::to_string(latest->config) + ")");
+  }
+  return Status::FailedPrecondition(
+      "the record of epoch " + std::to_string(record.record.epoch) + " (leader " + std::to_string(record.leader_id) +
+      ") was not decided on the control stream, which decides this cluster's epoch records "
+      "(--decider=control-stream): decide it with DecideEpoch first");
+}
+
 Status ControlStream::ProposeLocked(const DecidedPtr& prev, const DecidedPtr& mine, DecidedPtr* current) {
   const uint64_t instance = InstanceAfter(prev.get());
   const std::vector<uint32_t> acceptors = MemberIds(member_->ConfigOf(prev));

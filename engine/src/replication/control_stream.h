@@ -32,6 +32,15 @@ class ControlStream {
 
   // See Replica::DecideEpoch.
   Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current);
+  // OK if `record` is the newest record decided on the control stream, as
+  // this member knows it or, if it knows none as new, as the members'
+  // control acceptors answer (all of them, within the call timeout, unless
+  // one shows it or a newer one first). Otherwise (a newer record is
+  // decided, or this one is not)
+  // FAILED_PRECONDITION: the record came from elsewhere (under
+  // --decider=control-stream, the operator's path; docs/replication.md,
+  // "One decider per cluster"). Takes no lock of the proposer.
+  Status CheckDecided(const Decided& record);
   // Proposes `value` in the instance after `prev`; *chosen is what the
   // instance chose (a newer record, if one is found).
   Status Propose(const DecidedPtr& prev, const DecidedPtr& value, DecidedPtr* chosen) {

@@ -33,6 +33,15 @@ Status FailoverCoordinator::CheckCanPrepare(uint64_t new_epoch, const Decided& l
   return Status::OK();
 }
 
+// A member refused Promise(new_epoch) because it promised a newer epoch,
+// or the same epoch to another proposer (ballots are unique per proposer:
+// acceptor.h); a refusal for a failed journal says "durability".
+static bool RefusedForNewerBallot(const PromiseReply& r, uint64_t new_epoch) {
+  if (r.ok || r.amnesic) return false;
+  if (r.promised_epoch > new_epoch) return true;
+  return r.promised_epoch == new_epoch && r.error.rfind("durability", 0) != 0;
+}
+
 Status FailoverCoordinator::GatherPromises(uint64_t new_epoch, const Decided& last_decided, Promises* p) {
   // A majority of the latest decided configuration must grant it
   // (CheckPrepareQuorum: the configuration may be newer than the one this
@@ -49,16 +58,16 @@ Status FailoverCoordinator::GatherPromises(uint64_t new_epoch, const Decided& la
   p->replies = calls_->PromiseAll(
       pm, true, [&known, &initial, new_epoch](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
         for (const auto& [id, r] : rs) {
-          if (!r.ok && !r.amnesic && r.promised_epoch > new_epoch) return true;
+          if (RefusedForNewerBallot(r, new_epoch)) return true;
         }
         return CheckPrepareQuorum(known, initial, rs).ok;
       });
   for (auto& [id, r] : p->replies) {
     if (r.ok && !r.amnesic) {
       p->oks.push_back(&r);
-    } else if (!r.amnesic && r.promised_epoch > new_epoch) {
+    } else if (RefusedForNewerBallot(r, new_epoch)) {
       return Status::Aborted("member " + std::to_string(id) + " promised epoch " + std::to_string(r.promised_epoch) +
-                             " already");
+                             " already" + (r.error.empty() ? "" : " (" + r.error + ")"));
     }
   }
   PrepareQuorum quorum_check = CheckPrepareQuorum(known, initial, p->replies);

@@ -6,8 +6,16 @@
 #include "replica_common.h"
 
 namespace rolis::replication {
-
 namespace {
+
+// Under the operator a new epoch's record is decided by its compare-and-set
+// only: a control-stream vote for one would let a second record of the
+// same epoch be decided (membership changes of the epoch in force still go
+// through the control stream).
+bool IsNewEpochRecordVote(const ControlMsg& m) {
+  if (m.kind != ControlMsg::Kind::kAccept || !m.value) return false;
+  return !m.prev || m.value->record.epoch != m.prev->record.epoch;
+}
 
 ReplicaOptions WithMembers(ReplicaOptions o) {
   if (o.members.empty()) o.members.push_back(o.id);
@@ -99,8 +107,12 @@ std::string Replica::leader_client_address() const { return member_.leader().cli
 
 void Replica::CheckDeposed() {
   // The record that followed the epoch this member led may be known already.
+  // The record of that epoch itself says nothing about its commits: a
+  // leader that stepped down on hearing of a newer epoch (a promise, an
+  // announcement it could not check) stays catching up until it learns the
+  // next record.
   DecidedPtr d = Latest();
-  if (d) OnNewRecord(d);
+  if (d && d->record.epoch > leader_.Deposed().first) OnNewRecord(d);
 }
 
 // ---------------------------------------------------------------------------
@@ -188,10 +200,10 @@ void Replica::LearnLeader(uint64_t epoch, uint32_t leader, const std::string& ad
   if (!member_.FollowLeader(epoch, leader, addr)) return;
   if (leader == opts_.id) return;
   // Another member leads this member's pending epoch or a newer one. The
-  // same epoch counts: two built-in elections may prepare one epoch
-  // together, and the control stream decides only one record per epoch,
-  // so the loser's candidacy can never open and must not keep it a
-  // candidate (that member would refuse to serve as a follower).
+  // same epoch counts: ballots are unique per proposer, so another leader
+  // of this member's pending epoch means its candidacy can never open, and
+  // it must not stay a candidate (that member would refuse to serve as a
+  // follower).
   const bool abandon = failover_.DropCandidacyUpTo(epoch);
   // Another member leads a newer epoch: a stale leader steps down (its
   // acceptor promised the newer epoch, so it could not commit anyway).
@@ -279,6 +291,13 @@ ControlReply Replica::HandleControl(const ControlMsg& m) {
     return r;
   }
   DecidedPtr before = Latest();
+  if (opts_.decider == Decider::kOperator && IsNewEpochRecordVote(m)) {
+    ControlReply r;
+    r.from = opts_.id;
+    r.latest = before;
+    r.error = "the operator decides this cluster's epoch records (--decider=operator)";
+    return r;
+  }
   if (m.kind == ControlMsg::Kind::kPrepare || m.kind == ControlMsg::Kind::kAccept) {
     // Instance after record r: its acceptors are the members of r's
     // configuration.
@@ -296,7 +315,38 @@ ControlReply Replica::HandleControl(const ControlMsg& m) {
   return r;
 }
 
+// ---------------------------------------------------------------------------
+// One decider per cluster (docs/replication.md).
+
+Status Replica::DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
+  *decided = false;
+  if (opts_.decider == Decider::kOperator) {
+    return Status::FailedPrecondition(
+        "the operator decides this cluster's epoch records (--decider=operator): DecideEpoch on the control "
+        "stream is refused; let the operator fail over (or run the cluster with --decider=control-stream)");
+  }
+  return control_stream_.DecideEpoch(record, expected_previous, decided, current);
+}
+
+Status Replica::OpenEpoch(const Decided& record, LogKey* watermark) {
+  if (opts_.decider == Decider::kControlStream) {
+    if (Status s = control_stream_.CheckDecided(record); !s.ok()) return s;
+  }
+  return failover_.OpenEpoch(record, watermark);
+}
+
 Status Replica::AnnounceLeader(const Decided& record, const std::string& leader_client_address) {
+  if (opts_.decider == Decider::kControlStream) {
+    // Only the newest record the control stream decided is learned. A
+    // member that cannot check it (cut off from the others) learns nothing,
+    // but if it leads an older epoch it stops: stepping down is always safe
+    // (it would refuse that epoch's promise anyway), and a stale leader cut
+    // off from the others hears of the new epoch no other way.
+    if (Status s = control_stream_.CheckDecided(record); !s.ok()) {
+      if (leader_.LeadsBelow(record.record.epoch)) leader_.StepDown(record.record.epoch, "a newer epoch was announced");
+      return s;
+    }
+  }
   auto dec = std::make_shared<const Decided>(record);
   LearnRecord(dec);
   if (record.leader_id != opts_.id) {

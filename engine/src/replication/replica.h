@@ -112,13 +112,19 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // Admin failover steps (docs/replication.md). Errors: kFailedPrecondition
   // (this member cannot do it now; the message says why), kAborted (a newer
   // epoch won), kInternal with "unavailable" (no majority reachable).
+  //
+  // One decider per cluster (ReplicaOptions::decider; docs/replication.md,
+  // "One decider per cluster"): under the operator, DecideEpoch is refused
+  // (kFailedPrecondition) and so is this member's vote for a new epoch's
+  // record on the control stream; under the control stream, OpenEpoch and
+  // AnnounceLeader refuse any record but the newest the control stream
+  // decided (ControlStream::CheckDecided; a refused announcement of a newer
+  // epoch still makes a leader of an older one step down).
   Status PrepareFailover(uint64_t new_epoch, const Decided& last_decided, PrepareResult* out) {
     return failover_.PrepareFailover(new_epoch, last_decided, out);
   }
-  Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current) {
-    return control_stream_.DecideEpoch(record, expected_previous, decided, current);
-  }
-  Status OpenEpoch(const Decided& record, LogKey* watermark) { return failover_.OpenEpoch(record, watermark); }
+  Status DecideEpoch(const Decided& record, uint64_t expected_previous, bool* decided, DecidedPtr* current);
+  Status OpenEpoch(const Decided& record, LogKey* watermark);
   Status AnnounceLeader(const Decided& record, const std::string& leader_client_address);
   // The built-in election gives up its own PrepareFailover of `epoch` (its
   // record was not decided): this member stops being a candidate, so that

@@ -4,6 +4,8 @@
 
 namespace rolis::replication {
 
+const char* DeciderName(Decider d) { return d == Decider::kOperator ? "operator" : "control-stream"; }
+
 uint64_t MonotonicNanos() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -12,8 +12,16 @@
 
 namespace rolis::replication {
 
+// Who decides the cluster's epoch records (docs/replication.md, "One
+// decider per cluster"): the control stream (DecideEpoch: rolisctl and the
+// built-in election) or the operator (a compare-and-set in Kubernetes,
+// handed to OpenEpoch). A member refuses the other one.
+enum class Decider { kControlStream, kOperator };
+const char* DeciderName(Decider d);  // "control-stream" or "operator"
+
 struct ReplicaOptions {
   uint32_t id = 1;
+  Decider decider = Decider::kControlStream;
   // The members the cluster started with (--peers), this one included: the
   // configuration until a decided record names another (membership.h).
   std::vector<uint32_t> members;

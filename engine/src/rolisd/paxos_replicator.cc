@@ -69,6 +69,7 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   to.drop_peers_file = o_.drop_peers_file;
   ReplicaOptions ro;
   ro.id = c.id;
+  ro.decider = c.decider == server::Decider::kOperator ? Decider::kOperator : Decider::kControlStream;
   ro.streams = to.streams;
   ro.batch_size = std::max(1u, o_.batch_size);
   ro.batch_timeout = o_.batch_timeout;
@@ -287,6 +288,7 @@ void PaxosReplicator::FillStatus(v1::StatusResponse* out) const {
   out->set_leader_id(st.leader_id);
   out->set_leader_address(st.leader_address);
   if (st.decided) wire::ToWire(*st.decided, out->mutable_decided());
+  out->set_decider(DeciderName(replica_->options().decider));
   out->set_durability(server::DurabilityName(o_.config.durability));
   out->set_data_dir(o_.config.data_dir);
   out->set_recovery(st.durability);

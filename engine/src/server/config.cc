@@ -200,7 +200,7 @@ std::string ServerConfig::Summary() const {
     table_list += t;
   }
   return fmt::format(
-      "listen={} admin_listen={} metrics_listen={} advertise_address={} id={} peers=[{}] election={} "
+      "listen={} admin_listen={} metrics_listen={} advertise_address={} id={} peers=[{}] election={} decider={} "
       "durability={} data_dir={} checkpoint_every={} "
       "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms huge_pages={} prefault_memory={} "
       "txn_idle_timeout={} max_txn_idle_timeout={} "
@@ -208,8 +208,9 @@ std::string ServerConfig::Summary() const {
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
       "tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
-      election == Election::kNone ? "none" : "builtin", DurabilityName(durability), data_dir.empty() ? "-" : data_dir,
-      FormatBytes(checkpoint_every),
+      election == Election::kNone ? "none" : "builtin",
+      decider == Decider::kOperator ? "operator" : "control-stream", DurabilityName(durability),
+      data_dir.empty() ? "-" : data_dir, FormatBytes(checkpoint_every),
       worker_threads, replication_streams, table_list, epoch_period_ms,
       huge_pages ? "on" : "off", FormatBytes(prefault_memory),
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
@@ -235,7 +236,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
 
   std::string txn_idle = "30s", max_txn_idle = "10m", shutdown_grace = "10s", tls_refresh = "60s";
   std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB", prefault = "0";
-  std::string peers, tables = "kv", election = "none", log_format = "text";
+  std::string peers, tables = "kv", election = "none", decider = "control-stream", log_format = "text";
   std::string batch_timeout = "1ms", election_timeout = "1500ms";
   std::string durability, checkpoint_every = "256MiB";
 
@@ -259,6 +260,11 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
       ->envname("ROLISD_PEERS")->group("Replication");
   app.add_option("--election", election, "Leader election: none (driven by the operator or rolisctl) or builtin")
       ->envname("ROLISD_ELECTION")->capture_default_str()->check(CLI::IsMember({"none", "builtin"}))
+      ->group("Replication");
+  app.add_option("--decider", decider,
+                 "Who decides epoch records: control-stream (DecideEpoch: rolisctl failover, --election=builtin) or "
+                 "operator (its compare-and-set in Kubernetes); a member refuses the other")
+      ->envname("ROLISD_DECIDER")->capture_default_str()->check(CLI::IsMember({"control-stream", "operator"}))
       ->group("Replication");
   app.add_option("--election-timeout", election_timeout,
                  "--election=builtin: a follower that hears no open leader this long runs an election")
@@ -440,6 +446,10 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   if (!parsed) return fail("--peers: " + err);
   c.peers = std::move(*parsed);
   c.election = election == "builtin" ? Election::kBuiltin : Election::kNone;
+  c.decider = decider == "operator" ? Decider::kOperator : Decider::kControlStream;
+  if (c.election == Election::kBuiltin && c.decider == Decider::kOperator) {
+    return fail("--election=builtin decides on the control stream: it needs --decider=control-stream");
+  }
   {
     std::optional<std::chrono::microseconds> us = ParseBatchTimeout(batch_timeout);
     if (!us) {

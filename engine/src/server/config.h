@@ -21,6 +21,10 @@ struct Peer {
 
 enum class LogFormat { kText, kJson };
 enum class Election { kNone, kBuiltin };
+// Who decides the epoch records (docs/replication.md, "One decider per
+// cluster"): the members' control stream (rolisctl, the built-in election)
+// or the operator's compare-and-set. A member refuses the other.
+enum class Decider { kControlStream, kOperator };
 
 // A replication batch closes at this many transactions or after
 // --batch-timeout, whichever comes first. Each batch is a message to every
@@ -49,6 +53,7 @@ struct ServerConfig {
   uint32_t id = 0;
   std::vector<Peer> peers;
   Election election = Election::kNone;
+  Decider decider = Decider::kControlStream;
   // Replication (docs/replication.md).
   uint32_t batch_size = kDefaultBatchSize;               // a batch closes at this many transactions ...
   std::chrono::microseconds batch_timeout{1000};         // ... or after this long

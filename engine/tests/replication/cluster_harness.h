@@ -80,6 +80,9 @@ struct ClusterOptions {
   // If set: only members 1..initial form the cluster; the others are booted
   // later by Join (knowing every member) and added by membership changes.
   uint32_t initial = 0;
+  // Who decides epoch records; Failover drives DecideEpoch (the control
+  // stream), so an operator-decided cluster is driven by the test itself.
+  Decider decider = Decider::kControlStream;
 };
 
 class Cluster {
@@ -114,6 +117,7 @@ class Cluster {
     p->id = id;
     ReplicaOptions ro;
     ro.id = id;
+    ro.decider = o_.decider;
     ro.members = ids_;
     if (o_.initial > 0 && id <= o_.initial) ro.members.resize(o_.initial);
     ro.streams = o_.streams;

@@ -126,11 +126,11 @@ TEST(Cluster, LeaderCrashThenFailoverKeepsEveryAcknowledgedTransaction) {
   for (const auto& k : acked) EXPECT_TRUE(c.Read(3, k).has_value()) << k;
 }
 
-// Two built-in elections may prepare the same epoch at once (CI saw it):
-// the control stream decides one record, and the loser, which is still a
-// candidate of that epoch, must follow the winner rather than stay a
-// candidate that takes no part in the new epoch.
-TEST(Cluster, TheLoserOfTwoCandidatesOfOneEpochFollowsTheWinner) {
+// Two built-in elections may prepare the same epoch at once (CI saw it).
+// Ballots are unique per proposer: the second candidate of an epoch is
+// refused by every member that promised it to the first (ABORTED), stays a
+// follower, and follows the winner once it opens.
+TEST(Cluster, ASecondCandidateOfOneEpochIsRefusedAndFollowsTheWinner) {
   Cluster c({});
   ASSERT_TRUE(c.Failover(1).ok());
   ASSERT_EQ(c.Put(1, 0, "before", "1"), Cluster::Ack::kAcked);
@@ -139,24 +139,78 @@ TEST(Cluster, TheLoserOfTwoCandidatesOfOneEpochFollowsTheWinner) {
   const uint64_t e = prev.record.epoch + 1;
   PrepareResult p2, p3;
   ASSERT_TRUE(c.r(2).PrepareFailover(e, prev, &p2).ok()) << c.Describe();
-  ASSERT_TRUE(c.r(3).PrepareFailover(e, prev, &p3).ok()) << c.Describe();
-  ASSERT_EQ(c.r(3).role(), Role::kCandidate);
+  Status s3 = c.r(3).PrepareFailover(e, prev, &p3);
+  EXPECT_EQ(s3.code(), StatusCode::kAborted) << s3.ToString();
+  EXPECT_NE(s3.message().find("promised to member 2"), std::string::npos) << s3.ToString();
+  EXPECT_NE(c.r(3).role(), Role::kCandidate);
   bool decided = false;
   DecidedPtr current;
   ASSERT_TRUE(c.r(2).DecideEpoch(p2.proposed, prev.record.epoch, &decided, &current).ok());
   ASSERT_TRUE(decided);
   LogKey g;
   ASSERT_TRUE(c.r(2).OpenEpoch(p2.proposed, &g).ok()) << c.Describe();
-  // Member 3 learns the decided record (by DecideEpoch's answer here, by the
-  // leader's accepts otherwise) without being told to give up.
-  ASSERT_TRUE(c.r(3).DecideEpoch(p3.proposed, prev.record.epoch, &decided, &current).ok());
-  EXPECT_FALSE(decided);
   ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(3).role() == Role::kFollower; }, 5000ms)) << c.Describe();
-  EXPECT_FALSE(c.r(3).OpenEpoch(p3.proposed, &g).ok()) << "the loser's record must never open";
   ASSERT_EQ(c.Put(2, 0, "after", "1"), Cluster::Ack::kAcked);
   ASSERT_TRUE(c.WaitReplicated(2)) << c.Describe();
   EXPECT_TRUE(c.Read(3, "before").has_value());
   EXPECT_TRUE(c.Read(3, "after").has_value());
+}
+
+// One decider per cluster, control stream: a record that was not decided
+// on the control stream (the operator's path: Prepare, then OpenEpoch) is
+// refused, by OpenEpoch and by AnnounceLeader, and nothing opens.
+TEST(Cluster, UnderTheControlStreamARecordItDidNotDecideIsRefused) {
+  Cluster c({});
+  PrepareResult p;
+  ASSERT_TRUE(c.r(1).PrepareFailover(1, Decided{}, &p).ok()) << c.Describe();
+  LogKey g;
+  Status open = c.r(1).OpenEpoch(p.proposed, &g);
+  EXPECT_EQ(open.code(), StatusCode::kFailedPrecondition) << open.ToString();
+  EXPECT_NE(open.message().find("control stream"), std::string::npos) << open.ToString();
+  EXPECT_EQ(c.r(1).role(), Role::kCandidate) << "the candidacy waits for the decision";
+  Status announce = c.r(2).AnnounceLeader(p.proposed, "member-1");
+  EXPECT_EQ(announce.code(), StatusCode::kFailedPrecondition) << announce.ToString();
+  EXPECT_FALSE(c.r(2).GetStatus().decided) << "nothing was learned";
+  // Decided on the control stream, the same record opens.
+  bool decided = false;
+  DecidedPtr current;
+  ASSERT_TRUE(c.r(1).DecideEpoch(p.proposed, 0, &decided, &current).ok());
+  ASSERT_TRUE(decided);
+  ASSERT_TRUE(c.r(1).OpenEpoch(p.proposed, &g).ok()) << c.Describe();
+  EXPECT_TRUE(c.r(2).AnnounceLeader(p.proposed, "member-1").ok());
+  ASSERT_EQ(c.Put(1, 0, "k", "v"), Cluster::Ack::kAcked);
+}
+
+// One decider per cluster, operator: DecideEpoch is refused on every
+// member, and no member votes for a new epoch's record on the control
+// stream; the operator's path (Prepare, its compare-and-set, OpenEpoch)
+// opens.
+TEST(Cluster, UnderTheOperatorDecideEpochIsRefused) {
+  ClusterOptions o;
+  o.decider = Decider::kOperator;
+  Cluster c(o);
+  PrepareResult p;
+  ASSERT_TRUE(c.r(1).PrepareFailover(1, Decided{}, &p).ok()) << c.Describe();
+  for (uint32_t id : c.ids()) {
+    bool decided = true;
+    DecidedPtr current;
+    Status s = c.r(id).DecideEpoch(p.proposed, 0, &decided, &current);
+    EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+    EXPECT_NE(s.message().find("operator"), std::string::npos) << s.ToString();
+    EXPECT_FALSE(decided);
+  }
+  // A control-stream vote for a new epoch's record is refused too.
+  ControlMsg vote;
+  vote.kind = ControlMsg::Kind::kAccept;
+  vote.from = 2;
+  vote.instance = 0;
+  vote.ballot = (1 << 8) | 2;
+  vote.value = std::make_shared<const Decided>(p.proposed);
+  for (uint32_t id : c.ids()) EXPECT_FALSE(c.r(id).HandleControl(vote).ok) << id;
+  EXPECT_FALSE(c.r(1).GetStatus().decided);
+  LogKey g;
+  ASSERT_TRUE(c.r(1).OpenEpoch(p.proposed, &g).ok()) << c.Describe();
+  ASSERT_EQ(c.Put(1, 0, "k", "v"), Cluster::Ack::kAcked);
 }
 
 TEST(Cluster, DeposedLeaderIsFencedAndCatchesUpByStateTransfer) {

@@ -219,6 +219,42 @@ TEST(Acceptor, PromiseOfALowerEpochIsRefusedAndReturnsEveryHeldSlot) {
   EXPECT_EQ(a.promised(), 3u);
 }
 
+// Ballots are unique per proposer: an equal epoch is promised again only to
+// the proposer it was promised to (a retry), never to a second candidate,
+// so two candidates can never both gather a majority for one epoch.
+TEST(Acceptor, AnEqualEpochIsPromisedAgainOnlyToTheSameProposer) {
+  Acceptor a(1);
+  ASSERT_TRUE(a.Accept(Accept(1, 0, 0, TxnBatch(1, 1))).ok);
+  ASSERT_TRUE(a.Promise(PromiseMsg{2, 4, false}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{2, 4, false}).ok) << "a retry of the same candidate";
+  PromiseReply other = a.Promise(PromiseMsg{3, 4, false});
+  EXPECT_FALSE(other.ok) << "a second proposer of the same epoch";
+  EXPECT_EQ(other.promised_epoch, 4u);
+  EXPECT_NE(other.error.find("member 2"), std::string::npos) << other.error;
+  EXPECT_TRUE(other.streams.empty()) << "a refused promise returns no slots";
+  // A newer epoch goes to anyone, and then belongs to that proposer.
+  ASSERT_TRUE(a.Promise(PromiseMsg{3, 5, false}).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{2, 5, false}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{3, 5, false}).ok);
+  // A peek promises nothing and is answered whoever asks.
+  EXPECT_TRUE(a.Promise(PromiseMsg{2, 5, true}).ok);
+  EXPECT_EQ(a.promised(), 5u);
+}
+
+// A promise raised without Promise (an accept of a newer epoch, a catch-up,
+// a restart from the journal) does not say whom it was for: an equal epoch
+// is then refused to every proposer; a newer one is granted.
+TEST(Acceptor, AnEqualEpochWhoseProposerIsUnknownIsRefusedToEveryone) {
+  Acceptor a(1);
+  ASSERT_TRUE(a.Accept(Accept(3, 0, 0, TxnBatch(3, 1))).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{2, 3, false}).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{3, 3, false}).ok);
+  a.RaisePromise(6);
+  EXPECT_FALSE(a.Promise(PromiseMsg{2, 6, false}).ok);
+  ASSERT_TRUE(a.Promise(PromiseMsg{2, 7, false}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{2, 7, false}).ok);
+}
+
 TEST(Acceptor, NeedFromIsTheFirstSlotNotHeldAtTheEpochsBallot) {
   Acceptor a(1);
   EXPECT_EQ(a.Accept(Accept(1, 0, 0, TxnBatch(1, 1))).need_from, 1u);

@@ -186,6 +186,29 @@ TEST(ConfigTest, PeersNeedAnIdAmongThem) {
   EXPECT_EQ(Parse({"--election=raft"}).kind, ParseResult::Kind::kError);
 }
 
+// One decider per cluster (docs/replication.md): the control stream unless
+// the operator says otherwise; the built-in election decides on the
+// control stream, so it cannot run under the operator.
+TEST(ConfigTest, TheDeciderIsTheControlStreamUnlessTheOperatorIsNamed) {
+  const std::string peers = "--peers=1=a:1,2=b:2,3=c:3";
+  ParseResult r = Parse({peers, "--id=1"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.decider, Decider::kControlStream);
+  r = Parse({peers, "--id=1", "--decider=operator"});
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.decider, Decider::kOperator);
+  EXPECT_NE(r.config.Summary().find("decider=operator"), std::string::npos) << r.config.Summary();
+  ::setenv("ROLISD_DECIDER", "operator", 1);
+  r = Parse({peers, "--id=1"});
+  ::unsetenv("ROLISD_DECIDER");
+  ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;
+  EXPECT_EQ(r.config.decider, Decider::kOperator);
+  r = Parse({peers, "--id=1", "--decider=operator", "--election=builtin"});
+  EXPECT_EQ(r.kind, ParseResult::Kind::kError);
+  EXPECT_NE(r.message.find("--decider=control-stream"), std::string::npos) << r.message;
+  EXPECT_EQ(Parse({peers, "--id=1", "--decider=kubernetes"}).kind, ParseResult::Kind::kError);
+}
+
 TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
   struct Case {
     std::vector<std::string> args;

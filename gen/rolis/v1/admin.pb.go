@@ -475,8 +475,12 @@ type StatusResponse struct {
 	// empty, nothing ever decided) is not suspected.
 	DataLossSuspected bool   `protobuf:"varint,21,opt,name=data_loss_suspected,json=dataLossSuspected,proto3" json:"data_loss_suspected,omitempty"`
 	DataLossReason    string `protobuf:"bytes,22,opt,name=data_loss_reason,json=dataLossReason,proto3" json:"data_loss_reason,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Who decides this cluster's epoch records (rolisd --decider):
+	// "control-stream" (DecideEpoch: rolisctl, the built-in election) or
+	// "operator" (its compare-and-set); the member refuses the other.
+	Decider       string `protobuf:"bytes,23,opt,name=decider,proto3" json:"decider,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -659,6 +663,13 @@ func (x *StatusResponse) GetDataLossSuspected() bool {
 func (x *StatusResponse) GetDataLossReason() string {
 	if x != nil {
 		return x.DataLossReason
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetDecider() string {
+	if x != nil {
+		return x.Decider
 	}
 	return ""
 }
@@ -1181,7 +1192,7 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\radmin_address\x18\x03 \x01(\tR\fadminAddress\x12%\n" +
 	"\x0eclient_address\x18\x04 \x01(\tR\rclientAddress\x12,\n" +
 	"\x12accept_stream_port\x18\x05 \x01(\rR\x10acceptStreamPort\"\x0f\n" +
-	"\rStatusRequest\"\xb1\x06\n" +
+	"\rStatusRequest\"\xcb\x06\n" +
 	"\x0eStatusResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\rR\x02id\x12\"\n" +
 	"\x04role\x18\x02 \x01(\x0e2\x0e.rolis.v1.RoleR\x04role\x12\x14\n" +
@@ -1207,7 +1218,8 @@ const file_rolis_v1_admin_proto_rawDesc = "" +
 	"\bdata_dir\x18\x13 \x01(\tR\adataDir\x12\x1a\n" +
 	"\brecovery\x18\x14 \x01(\tR\brecovery\x12.\n" +
 	"\x13data_loss_suspected\x18\x15 \x01(\bR\x11dataLossSuspected\x12(\n" +
-	"\x10data_loss_reason\x18\x16 \x01(\tR\x0edataLossReason\"o\n" +
+	"\x10data_loss_reason\x18\x16 \x01(\tR\x0edataLossReason\x12\x18\n" +
+	"\adecider\x18\x17 \x01(\tR\adecider\"o\n" +
 	"\x16PrepareFailoverRequest\x12\x1b\n" +
 	"\tnew_epoch\x18\x01 \x01(\x04R\bnewEpoch\x128\n" +
 	"\flast_decided\x18\x02 \x01(\v2\x15.rolis.v1.EpochRecordR\vlastDecided\"m\n" +
