@@ -122,9 +122,11 @@ func AssessDataLoss(members []Member, rec *rolisv1.EpochRecord, seen *rolisv1.Lo
 		if m.Reachable() && m.Status.GetDataLossSuspected() {
 			d.Reporting = append(d.Reporting, m)
 		}
-		// A member catching up is being rebuilt from one that holds the
-		// data: its empty state is not a loss.
-		if BehindRecord(m, rec, seen) && m.Status.GetRole() != rolisv1.Role_CATCHING_UP {
+		// A member catching up counts too: while no leader of the decided
+		// epoch serves (below), nothing guarantees that what it lost is
+		// held by a majority of the others (members that all restarted
+		// empty catch up from each other, or found a new cluster).
+		if BehindRecord(m, rec, seen) {
 			d.Behind = append(d.Behind, m)
 		}
 		st := m.Status

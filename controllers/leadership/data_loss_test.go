@@ -87,7 +87,12 @@ func TestAMemberThatReportsDataLossIsDataLossWhateverTheRecordSays(t *testing.T)
 
 // Followers that restarted empty while the leader serves (memory
 // durability) catch up from it: nothing is lost, whatever their epoch.
-func TestMembersBehindAServingLeaderOrCatchingUpAreNotDataLoss(t *testing.T) {
+// Without a serving leader, a majority behind the record is a loss even
+// while it catches up: members that all restarted empty catch up from each
+// other (or found a new cluster), and two empty members of three cannot
+// vouch for the votes they forgot (docs/replication.md, "Members that lose
+// their memory").
+func TestMembersBehindAServingLeaderAreNotDataLossButAMajorityCatchingUpIs(t *testing.T) {
 	g := NewWithT(t)
 	rec := &rolisv1.EpochRecord{Epoch: 2, LeaderId: 1, Watermark: key(1, 10)}
 	seen := SeenWatermark(rec, key(2, 70))
@@ -100,5 +105,9 @@ func TestMembersBehindAServingLeaderOrCatchingUpAreNotDataLoss(t *testing.T) {
 	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeTrue(), "without the leader, the three lost it")
 	members[1].Status.Role = rolisv1.Role_CATCHING_UP
 	members[2].Status.Role = rolisv1.Role_CATCHING_UP
-	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeFalse(), "two are being rebuilt from a member that holds the data")
+	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeTrue(), "catching up from each other does not bring the data back")
+	members[0] = member(1, 2, key(2, 70))
+	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeTrue(), "two of three forgot their votes")
+	members[2] = member(3, 2, key(2, 70))
+	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeFalse(), "one catching up while a majority holds the record")
 }
