@@ -38,7 +38,7 @@ void Acceptor::RaisePromise(uint64_t epoch) {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& s : streams_) locks.emplace_back(s->mu);
   // Not raised if it cannot be made durable (the journal failed).
-  if (journal_ && epoch > promised_.load(std::memory_order_acquire) && !journal_->RecordPromise(epoch).ok()) return;
+  if (!RecordPromiseLocked(epoch).ok()) return;
   RaisePromiseLocked(epoch);
 }
 
@@ -92,6 +92,11 @@ bool Acceptor::AcceptLocked(StreamLog& s, uint32_t t, const Slot& slot, uint64_t
   }
   *need_from = s.contig;
   return true;
+}
+
+Status Acceptor::RecordPromiseLocked(uint64_t epoch) {
+  if (!journal_ || epoch <= promised_.load(std::memory_order_acquire)) return Status::OK();
+  return journal_->RecordPromise(epoch);
 }
 
 uint64_t Acceptor::DurableNeedFromLocked(StreamLog& s, uint32_t t, uint64_t epoch, uint64_t log_start) {
@@ -179,9 +184,9 @@ PromiseReply Acceptor::Promise(const PromiseMsg& m) {
       return r;
     }
     if (journal_) {
-      // Durable before the reply (the journal skips an epoch it holds).
+      // Durable before the reply; a failed journal refuses even an epoch it holds.
       Status st = journal_->Health();
-      if (st.ok()) st = journal_->RecordPromise(m.epoch);
+      if (st.ok()) st = RecordPromiseLocked(m.epoch);
       if (!st.ok()) {
         r.ok = false;
         r.promised_epoch = p;
@@ -259,7 +264,7 @@ void Acceptor::Reset(const std::vector<StreamSlots>& streams, uint64_t promised)
   for (auto& s : streams_) locks.emplace_back(s->mu);
   // The adopted promise is durable first; if it cannot be, nothing changes
   // (the journal failed: this member no longer answers).
-  if (journal_ && promised > promised_.load(std::memory_order_acquire) && !journal_->RecordPromise(promised).ok()) {
+  if (!RecordPromiseLocked(promised).ok()) {
     return;
   }
   size_t bytes = 0;

@@ -122,6 +122,10 @@ class Acceptor {
                     uint64_t* need_from, std::string* error);
   uint64_t DurableNeedFromLocked(StreamLog& s, uint32_t t, uint64_t epoch, uint64_t log_start);
   bool RaisePromiseLocked(uint64_t epoch);
+  // Makes a promise of `epoch` durable before it is raised (nothing to do
+  // without a journal, or when it is not above the promise held). Under
+  // every stream lock.
+  Status RecordPromiseLocked(uint64_t epoch);
 
   std::vector<std::unique_ptr<StreamLog>> streams_;
   std::mutex promise_mu_;  // serializes Promise/Reset (which take every stream lock)
