@@ -361,6 +361,9 @@ type MemberStatus struct {
 	Lag *metav1.Duration `json:"lag,omitempty"`
 	// Healthy as reported by the member.
 	Healthy bool `json:"healthy"`
+	// Version of rolisd the member reports.
+	// +optional
+	Version string `json:"version,omitempty"`
 	// Durability the member reports: disk (it keeps its state on its
 	// volume) or memory; unset when it does not say (an older rolisd).
 	// +optional
