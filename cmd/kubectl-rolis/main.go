@@ -26,8 +26,10 @@ func main() {
 	}
 }
 
-func newRootCmd() *cobra.Command {
-	o := &kubeOptions{}
+func newRootCmd() *cobra.Command { return newRootCmdWith(&kubeOptions{}) }
+
+// newRootCmdWith builds the commands on o (tests set its clients).
+func newRootCmdWith(o *kubeOptions) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-rolis",
 		Short: "Operate Rolis clusters on Kubernetes",
