@@ -112,7 +112,7 @@ func (r *Reconciler) checkFencing(_ context.Context, s *state) (outcome, error) 
 		s.progressing(ReasonFencing, msg)
 	case len(f.out) > 0:
 		s.condition(dbv1.ConditionFenced, true, ReasonFenced,
-			fmt.Sprintf("members %v are fenced: out of the voting configuration, no candidates, their pods out of the Services", f.out))
+			fmt.Sprintf("members %v are fenced: out of the voting configuration, never candidates, their pods out of the client Service", f.out))
 	default:
 		s.condition(dbv1.ConditionFenced, false, ReasonNoneFenced, "no member is fenced")
 	}

@@ -77,8 +77,8 @@ var _ = Describe("Day 2 with kubectl rolis", Ordered, Label("plugin", "day2"), f
 	})
 
 	It("cli runs rolisctl through a port-forward to the leader", func() {
-		out := mustPlugin(time.Minute, "-n", d.ns, "cli", d.name, "--", "status")
-		Expect(out).To(ContainSubstring(d.cluster().Status.Leader))
+		out := mustPlugin(2*time.Minute, "-n", d.ns, "cli", d.name, "--", "status")
+		Expect(out).To(ContainSubstring("leader"), "rolisctl status through the admin port of the leader")
 		mustPlugin(time.Minute, "-n", d.ns, "cli", d.name, "--", "put", "day2-key", "day2-value")
 		Expect(mustPlugin(time.Minute, "-n", d.ns, "cli", d.name, "--", "get", "day2-key")).To(ContainSubstring("day2-value"))
 	})
