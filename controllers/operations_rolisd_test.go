@@ -165,3 +165,19 @@ var _ = Describe("Fencing against real rolisd processes", Label("rolisd"), func(
 		checkLedgerOnLeader(ctx, c, procs, w)
 	})
 })
+
+var _ = Describe("Clearing a request annotation", func() {
+	It("removes the value acted on, never a newer request", func() {
+		ctx := context.Background()
+		ns := newNamespace(ctx)
+		c := newCluster(ns, "db", 3)
+		c.Annotations = map[string]string{dbv1.AnnotationPromote: "db-2"}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		r := &Reconciler{Client: k8s}
+		Expect(r.clearAnnotation(ctx, c, dbv1.AnnotationPromote, "db-3")).To(Succeed(), "a changed request is not an error")
+		Expect(getCluster(ctx, c).Annotations).To(HaveKeyWithValue(dbv1.AnnotationPromote, "db-2"))
+		Expect(r.clearAnnotation(ctx, c, dbv1.AnnotationPromote, "db-2")).To(Succeed())
+		Expect(getCluster(ctx, c).Annotations).NotTo(HaveKey(dbv1.AnnotationPromote))
+		Expect(r.clearAnnotation(ctx, c, dbv1.AnnotationPromote, "db-2")).To(Succeed(), "a request already gone")
+	})
+})

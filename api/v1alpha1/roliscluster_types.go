@@ -179,6 +179,7 @@ type RolisClusterSpec struct {
 	// leader adds the member back, sending it the log it missed (or a
 	// snapshot), once it answers (docs/operations.md, "Fencing a member").
 	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=1
 	// +listType=set
 	// +optional
 	FencedMembers []int32 `json:"fencedMembers,omitempty"`
