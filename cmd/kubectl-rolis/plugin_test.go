@@ -148,7 +148,7 @@ func (f *fixture) operatorWrites(now time.Time) {
 	}
 	for id := int32(1); id <= 3; id++ {
 		labels := specs.SelectorLabels(c)
-		labels[specs.LabelRole] = map[bool]string{true: specs.RoleLeader, false: specs.RoleFollower}[id == 2]
+		labels[specs.LabelRole] = map[int32]string{1: specs.RoleFollower, 2: specs.RoleLeader, 3: specs.RoleFenced}[id]
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: specs.PodName(c, id), Namespace: f.ns, Labels: labels},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: specs.ContainerRun, Image: c.Spec.Image}}}}
 		if err := f.o.c.Create(ctx, p); err != nil {
@@ -249,7 +249,7 @@ func TestStatusShowsMembersLagInSecondsFailoversCertificatesAndVolumes(t *testin
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"db-1", "0.250s", "Leader", "(3,48045768704)", "switchover", "1.50s", "data-db-1", "db-server-tls", "Last switchover"} {
+	for _, want := range []string{"db-1", "0.250s", "Leader", "Unreachable (fenced)", "(3,48045768704)", "switchover", "1.50s", "data-db-1", "db-server-tls", "Last switchover"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}

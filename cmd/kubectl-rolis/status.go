@@ -147,7 +147,11 @@ func printTable(w io.Writer, r Report) error {
 		if m.LagSeconds != nil {
 			lag = fmt.Sprintf("%.3fs", *m.LagSeconds)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%v\t%s\t%v\t%d\t%s\t%s\n", m.Name, m.ID, m.Role, m.Epoch, key(m.Watermark),
+		role := m.Role
+		if m.PodRoleLabel == specs.RoleFenced {
+			role += " (fenced)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%v\t%s\t%v\t%d\t%s\t%s\n", m.Name, m.ID, role, m.Epoch, key(m.Watermark),
 			lag, m.Healthy, orDash(m.Version), m.PodReady, m.Restarts, orDash(m.Node), m.Message)
 	}
 	if err := tw.Flush(); err != nil {
