@@ -39,7 +39,7 @@ COPY bin/rolis-operator /out/rolis-operator
 RUN file /out/rolis-operator | grep -q 'ELF 64-bit' && strip /out/rolis-operator
 
 FROM strip AS tools-build
-COPY bin/rolisctl bin/kubectl /out/
+COPY bin/rolisctl bin/kubectl bin/kubectl-rolis /out/
 RUN for b in /out/*; do file "$b" | grep -q 'ELF 64-bit' && strip "$b" || exit 1; done
 
 ########## runtime stages ##########
@@ -75,7 +75,7 @@ USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/rolis-operator"]
 
 FROM runtime AS tools
-COPY --from=tools-build /out/rolisctl /out/kubectl /usr/local/bin/
+COPY --from=tools-build /out/rolisctl /out/kubectl /out/kubectl-rolis /usr/local/bin/
 RUN ! ldd /usr/local/bin/rolisctl 2>&1 | grep 'not found'
 USER 65532:65532
 WORKDIR /tmp

@@ -81,7 +81,7 @@ operator:
 # when the binary is missing.
 operator-test: engine
 	assets="$$(hack/envtest-assets.sh)" && KUBEBUILDER_ASSETS="$$assets" ROLISD=$(BIN_DIR)/rolisd \
-	  nice go test ./api/... ./controllers/... ./cmd/operator/...
+	  nice go test ./api/... ./controllers/... ./cmd/operator/... ./cmd/kubectl-rolis/...
 
 # --- Go client, rolisctl and their tests (pkg/client, cmd/rolisctl, internal/testserver, test/server) ---
 .PHONY: go-build go-test go-unit-test server-test
@@ -89,6 +89,7 @@ operator-test: engine
 go-build:
 	mkdir -p $(BIN_DIR)
 	nice go build -o $(BIN_DIR)/rolisctl ./cmd/rolisctl
+	nice go build -o $(BIN_DIR)/kubectl-rolis ./cmd/kubectl-rolis
 
 go-unit-test:
 	nice go test ./pkg/... ./cmd/rolisctl/... ./internal/testserver/... ./internal/ledger/...

@@ -107,6 +107,8 @@ type memory struct {
 	// dataLoss is the data loss last reported in an event
 	// (leadership.DataLoss.Key), so a state makes one event.
 	dataLoss string
+	// fenceRefused is the refused fence last reported in an event.
+	fenceRefused string
 }
 
 type incarnation struct {
@@ -197,7 +199,9 @@ func (r *Reconciler) steps() []step {
 		{"disruption budget", r.reconcileDisruptionBudget},
 		{"monitoring", r.reconcileMonitoring},
 		{"members", r.probeMembers},
+		{"fencing", r.checkFencing},
 		{"leadership", r.reconcileLeadership},
+		{"switchover", r.reconcileSwitchover},
 		{"membership", r.reconcileMembership},
 		{"rollout", r.reconcileRollout},
 	}

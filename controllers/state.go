@@ -46,6 +46,8 @@ type state struct {
 	// (checkDataLoss); a loss stops every promotion.
 	seen     *rolisv1.LogKey
 	dataLoss leadership.DataLoss
+	// fence is spec.fencedMembers against the configuration (checkFencing).
+	fence fence
 
 	// Findings of the steps, turned into conditions by the status step.
 	problems    []finding // Degraded

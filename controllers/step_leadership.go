@@ -136,6 +136,9 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 		if lag := leadership.Lagging(s.members, rec); len(lag) > 0 {
 			targets := make([]leadership.Target, 0, len(lag))
 			for _, m := range lag {
+				if s.fencedOut(m.ID) {
+					continue // no longer sent to, so it never catches up
+				}
 				targets = append(targets, s.target(m.ID))
 			}
 			// Quietly: a member that keeps missing the news would otherwise
@@ -343,7 +346,7 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 		wait(ReasonNoQuorum, msg)
 		return stopFor(retryInterval(c, failover)), nil
 	}
-	cand, err := leadership.ChooseCandidate(s.members, exclude)
+	cand, err := leadership.ChooseCandidate(s.members, s.withFenced(exclude))
 	if err != nil {
 		s.problem(ReasonNoCandidate, err.Error())
 		wait(ReasonNoCandidate, err.Error())
@@ -503,7 +506,8 @@ func (r *Reconciler) labelOnOpen(ctx context.Context, s *state, id int32) func()
 }
 
 // moveLeaderLabel puts role=leader on the leader's pod and role=follower on
-// every other member: followers first, so that two pods never carry the
+// every other member (role=fenced on a fenced member out of the
+// configuration): followers first, so that two pods never carry the
 // leader label at once (for a moment none does). Clients of a deposed
 // leader that still reach it are refused by the epoch fence, not by the
 // label.
@@ -514,7 +518,11 @@ func (r *Reconciler) moveLeaderLabel(ctx context.Context, s *state, leaderID int
 			leaderPod = p
 			continue
 		}
-		if err := r.setRole(ctx, p, specs.RoleFollower); err != nil {
+		role := specs.RoleFollower
+		if s.fencedOut(id) {
+			role = specs.RoleFenced
+		}
+		if err := r.setRole(ctx, p, role); err != nil {
 			return err
 		}
 	}

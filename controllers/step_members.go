@@ -60,6 +60,7 @@ func statusOfMember(m *leadership.Member) dbv1.MemberStatus {
 		ms.Epoch = int64(m.Status.GetEpoch())
 		ms.Watermark = logKey(m.Status.GetWatermark())
 		ms.Durability = m.Status.GetDurability()
+		ms.Version = m.Status.GetVersion()
 		if m.Status.GetDataLossSuspected() {
 			ms.DataLossSuspected, ms.Message = true, m.Status.GetDataLossReason()
 		}

@@ -53,7 +53,7 @@ func (r *Reconciler) reconcileMembership(ctx context.Context, s *state) (outcome
 		return proceed, nil
 	}
 
-	a := leadership.PlanMembership(desired, s.replicas, current, s.leaderID, s.members)
+	a := leadership.PlanVoters(desired, s.replicas, current, s.leaderID, s.members, s.fence.fenced)
 	switch a.Kind {
 	case leadership.Nothing:
 		return proceed, nil

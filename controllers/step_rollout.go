@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/leadership"
 	"github.com/rolisdb/rolis/controllers/specs"
 )
@@ -25,7 +26,9 @@ const ReasonRollingRestart = "RollingRestart"
 // revision (a change of image, threads, batching or pod overrides). The
 // StatefulSet's update strategy is OnDelete, so nothing restarts unless this
 // step deletes the pod: followers one at a time, then a switchover, then the
-// old leader (leadership.PlanRollout).
+// old leader (leadership.PlanRollout). A restart request is a revision too:
+// rolis.io/restartedAt goes into the pod template (specs.PodTemplate), and
+// rolis.io/restartMember makes the member it names count as outdated.
 func (r *Reconciler) reconcileRollout(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
 	if r := s.mem.restarting; r != nil {
@@ -44,29 +47,44 @@ func (r *Reconciler) reconcileRollout(ctx context.Context, s *state) (outcome, e
 		// Nothing was ever decided, so a restart cannot lose anything.
 		leaderID, settled = -1, true
 	}
-	a := leadership.PlanRollout(s.members, leaderID, settled)
+	members, restartID, restartWant, err := r.restartRequest(ctx, s)
+	if err != nil {
+		return proceed, err
+	}
+	a := leadership.PlanRollout(members, leaderID, settled)
 	switch a.Kind {
 	case leadership.Nothing:
 		return proceed, nil
 	case leadership.Wait:
-		if s.hasOutdated() {
+		if hasOutdated(members) {
 			s.progressing(ReasonRollingRestart, a.Reason)
 		}
 		return proceed, nil
 	case leadership.Switchover:
 		s.progressing(ReasonRollingRestart, a.Reason)
 		exclude := map[int32]bool{a.ID: true}
-		for i := range s.members {
-			if s.members[i].Outdated {
-				exclude[s.members[i].ID] = true
+		for i := range members {
+			if members[i].Outdated {
+				exclude[members[i].ID] = true
 			}
 		}
-		return r.promote(ctx, s, exclude, a.Reason)
+		out, err := r.promote(ctx, s, exclude, a.Reason)
+		if err == nil {
+			r.switchedOver(s, a.ID, SwitchoverRestart)
+		}
+		return out, err
 	case leadership.DeletePod:
 		s.progressing(ReasonRollingRestart, a.Reason)
 		p := s.pods[a.ID]
 		if p == nil {
 			return proceed, nil
+		}
+		if a.ID == restartID {
+			// Cleared first: a restart asked for once happens at most once,
+			// even if the operator stops right after the deletion.
+			if err := r.clearAnnotation(ctx, c, dbv1.AnnotationRestartMember, restartWant); err != nil {
+				return proceed, err
+			}
 		}
 		if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
 			return proceed, err
@@ -78,9 +96,34 @@ func (r *Reconciler) reconcileRollout(ctx context.Context, s *state) (outcome, e
 	return proceed, nil
 }
 
-func (s *state) hasOutdated() bool {
-	for i := range s.members {
-		if s.members[i].Outdated {
+// restartRequest reads the rolis.io/restartMember annotation: the members
+// to plan the rollout with (the named one counts as outdated, so the
+// rollout restarts it the safe way: once the cluster is settled, and after
+// a switchover when it leads), and its id (-1 without a request). A request
+// naming no member is dropped with a Warning event.
+func (r *Reconciler) restartRequest(ctx context.Context, s *state) ([]leadership.Member, int32, string, error) {
+	c := s.cluster
+	want, ok := c.Annotations[dbv1.AnnotationRestartMember]
+	if !ok {
+		return s.members, -1, "", nil
+	}
+	id, err := memberNamed(c, s.replicas, want)
+	if err != nil {
+		r.event(c, corev1.EventTypeWarning, ReasonRollingRestart, "Restart", "%s=%q: %v; request dropped", dbv1.AnnotationRestartMember, want, err)
+		return s.members, -1, "", r.clearAnnotation(ctx, c, dbv1.AnnotationRestartMember, want)
+	}
+	members := append([]leadership.Member(nil), s.members...)
+	for i := range members {
+		if members[i].ID == id {
+			members[i].Outdated = true
+		}
+	}
+	return members, id, want, nil
+}
+
+func hasOutdated(members []leadership.Member) bool {
+	for i := range members {
+		if members[i].Outdated {
 			return true
 		}
 	}

@@ -168,6 +168,21 @@ type RolisClusterSpec struct {
 	// Pod holds overrides of the pod template: scheduling and metadata.
 	// +optional
 	Pod PodOverrides `json:"pod,omitempty"`
+
+	// FencedMembers are member ids (pod ordinals) taken out of voting and
+	// serving without deleting them: the operator removes each from the
+	// voting configuration, one at a time, through the leader's
+	// ChangeMembership (switching over first when it leads), and labels its
+	// pod role=fenced, out of the client and read Services. A fence that
+	// would leave fewer voters than a majority of the cluster is refused
+	// (condition Fenced, reason FenceRefused). Removing an id unfences: the
+	// leader adds the member back, sending it the log it missed (or a
+	// snapshot), once it answers (docs/operations.md, "Fencing a member").
+	// +kubebuilder:validation:MaxItems=7
+	// +kubebuilder:validation:items:Minimum=1
+	// +listType=set
+	// +optional
+	FencedMembers []int32 `json:"fencedMembers,omitempty"`
 }
 
 // Durability is where a member keeps what it acknowledged: disk or memory.
@@ -347,6 +362,9 @@ type MemberStatus struct {
 	Lag *metav1.Duration `json:"lag,omitempty"`
 	// Healthy as reported by the member.
 	Healthy bool `json:"healthy"`
+	// Version of rolisd the member reports.
+	// +optional
+	Version string `json:"version,omitempty"`
 	// Durability the member reports: disk (it keeps its state on its
 	// volume) or memory; unset when it does not say (an older rolisd).
 	// +optional
@@ -401,8 +419,17 @@ type RolisClusterStatus struct {
 	// +listType=map
 	// +listMapKey=name
 	Members []MemberStatus `json:"members,omitempty"`
+	// LastSwitchover is the last planned switchover (a promote request or
+	// a restart of the leader).
+	// +optional
+	LastSwitchover *SwitchoverRecord `json:"lastSwitchover,omitempty"`
+	// FencedMembers are the members out of the voting configuration
+	// because spec.fencedMembers names them.
+	// +optional
+	// +listType=set
+	FencedMembers []int32 `json:"fencedMembers,omitempty"`
 	// Conditions: Ready, Available, FailingOver, Degraded, Progressing,
-	// DataLoss.
+	// DataLoss, Fenced.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -73,32 +73,113 @@ func MemberIDs(ms []*rolisv1.Member) []int32 {
 // like the StatefulSet's own scaling, and a leader that must leave is first
 // switched over.
 func PlanMembership(desired, replicas int32, current []int32, leaderID int32, members []Member) Action {
+	return PlanVoters(desired, replicas, current, leaderID, members, nil)
+}
+
+// PlanVoters is PlanMembership with fenced members: the voting
+// configuration it moves towards is ids 1..desired without the fenced
+// ones, still one member at a time. Members to add come first (the
+// configuration never shrinks while a member could join it), then members
+// to remove, fenced ones before those above desired, highest id first; a
+// leader that must leave is switched over first. The pods of fenced
+// members keep running: the StatefulSet shrinks only to the highest id
+// that is a voter or a fenced member within desired. Whether a fence
+// leaves enough voters is the caller's check (FenceAllowed).
+func PlanVoters(desired, replicas int32, current []int32, leaderID int32, members []Member, fenced map[int32]bool) Action {
 	n := int32(len(current))
-	switch {
-	case n < desired:
-		next := nextID(current)
+	in := map[int32]bool{}
+	for _, id := range current {
+		in[id] = true
+	}
+	var want []int32
+	for id := int32(1); id <= desired; id++ {
+		if !fenced[id] {
+			want = append(want, id)
+		}
+	}
+	target := int32(len(want))
+	for _, next := range want {
+		if in[next] {
+			continue
+		}
 		if replicas < next {
 			return Action{Kind: GrowStatefulSet, ID: next, Replicas: next,
-				Reason: fmt.Sprintf("scaling up %d→%d: start member %d", n, desired, next)}
+				Reason: fmt.Sprintf("scaling up %d→%d: start member %d", n, target, next)}
 		}
 		m := find(members, next)
+		verb := fmt.Sprintf("scaling up %d→%d", n, target)
+		if n >= target {
+			verb = fmt.Sprintf("unfencing member %d", next)
+		}
 		if m == nil || !m.Reachable() {
-			return Action{Kind: Wait, ID: next, Reason: fmt.Sprintf("scaling up %d→%d: waiting for member %d to answer", n, desired, next)}
+			return Action{Kind: Wait, ID: next, Reason: fmt.Sprintf("%s: waiting for member %d to answer", verb, next)}
 		}
-		return Action{Kind: AddMember, ID: next, Members: append(append([]int32{}, current...), next),
-			Reason: fmt.Sprintf("scaling up %d→%d: add member %d", n, desired, next)}
-	case n > desired:
-		last := current[len(current)-1]
+		add := append(append([]int32{}, current...), next)
+		sort.Slice(add, func(i, j int) bool { return add[i] < add[j] })
+		return Action{Kind: AddMember, ID: next, Members: add,
+			Reason: fmt.Sprintf("%s: add member %d", verb, next)}
+	}
+	var leave []int32 // fenced first, then above desired; highest id first in each
+	for i := len(current) - 1; i >= 0; i-- {
+		if id := current[i]; id <= desired && fenced[id] {
+			leave = append(leave, id)
+		}
+	}
+	for i := len(current) - 1; i >= 0; i-- {
+		if id := current[i]; id > desired {
+			leave = append(leave, id)
+		}
+	}
+	if len(leave) > 0 {
+		last := leave[0]
+		verb := fmt.Sprintf("scaling down %d→%d", n, target)
+		if last <= desired {
+			verb = fmt.Sprintf("fencing member %d", last)
+		}
 		if last == leaderID {
-			return Action{Kind: Switchover, ID: last, Reason: fmt.Sprintf("scaling down %d→%d: member %d leads, switch over first", n, desired, last)}
+			return Action{Kind: Switchover, ID: last, Reason: fmt.Sprintf("%s: member %d leads, switch over first", verb, last)}
 		}
-		return Action{Kind: RemoveMember, ID: last, Members: append([]int32{}, current[:len(current)-1]...),
-			Reason: fmt.Sprintf("scaling down %d→%d: remove member %d", n, desired, last)}
-	case n > 0 && replicas > current[n-1]:
-		top := current[n-1]
+		keep := make([]int32, 0, len(current))
+		for _, id := range current {
+			if id != last {
+				keep = append(keep, id)
+			}
+		}
+		return Action{Kind: RemoveMember, ID: last, Members: keep,
+			Reason: fmt.Sprintf("%s: remove member %d", verb, last)}
+	}
+	top := int32(0)
+	if n > 0 {
+		top = current[n-1]
+	}
+	for id := range fenced {
+		if id <= desired && id > top {
+			top = id
+		}
+	}
+	if n > 0 && replicas > top {
 		return Action{Kind: ShrinkStatefulSet, Replicas: top, Reason: fmt.Sprintf("scaling down: stop the pods above member %d", top)}
 	}
 	return Action{Kind: Nothing}
+}
+
+// FenceAllowed says whether fencing the given members of a cluster of
+// desired members leaves a majority of the cluster voting; "" when it
+// does, else why not. Below that the cluster would run on a configuration
+// smaller than the majority its size promises: with 3 members fenced down
+// to 1, one pod restart loses every acknowledged write's only copy.
+func FenceAllowed(desired int32, fenced []int32) string {
+	out := map[int32]bool{}
+	for _, id := range fenced {
+		if id >= 1 && id <= desired {
+			out[id] = true
+		}
+	}
+	voters := int(desired) - len(out)
+	if need := Majority(int(desired)); voters < need {
+		return fmt.Sprintf("fencing %v would leave %d of %d members voting, fewer than a majority (%d)", fenced, voters, desired, need)
+	}
+	return ""
 }
 
 // nextID is the smallest id (from 1) not in the membership.

@@ -8,6 +8,7 @@ package leadership
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -155,4 +156,46 @@ func TestPlanRolloutOfASingleMemberRestartsIt(t *testing.T) {
 func TestMemberIDsSorts(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(MemberIDs([]*rolisv1.Member{{Id: 2}, {Id: 0}, {Id: 1}})).To(Equal([]int32{0, 1, 2}))
+}
+
+func TestPlanVotersFencesOneMemberAtATimeLeaderLast(t *testing.T) {
+	fenced := map[int32]bool{2: true}
+	a := PlanVoters(3, 3, ids(3), 1, members(3), fenced)
+	if a.Kind != RemoveMember || a.ID != 2 || !reflect.DeepEqual(a.Members, []int32{1, 3}) {
+		t.Fatalf("fencing a follower removes it alone: %+v", a)
+	}
+	a = PlanVoters(3, 3, []int32{1, 3}, 1, members(3), fenced)
+	if a.Kind != Nothing {
+		t.Fatalf("a fenced member's pod keeps running (no shrink below it): %+v", a)
+	}
+	a = PlanVoters(3, 3, ids(3), 2, members(3), fenced)
+	if a.Kind != Switchover || a.ID != 2 {
+		t.Fatalf("a fenced leader is switched over first: %+v", a)
+	}
+	a = PlanVoters(3, 3, []int32{1, 3}, 1, members(3), nil)
+	if a.Kind != AddMember || a.ID != 2 || !reflect.DeepEqual(a.Members, []int32{1, 2, 3}) {
+		t.Fatalf("unfencing adds the member back: %+v", a)
+	}
+	a = PlanVoters(5, 3, []int32{1, 3}, 1, members(5), map[int32]bool{2: true})
+	if a.Kind != GrowStatefulSet || a.ID != 4 {
+		t.Fatalf("scaling up with a fenced member starts member 4: %+v", a)
+	}
+	if a := PlanVoters(3, 3, []int32{1, 2}, 1, members(3), map[int32]bool{3: true}); a.Kind != Nothing {
+		t.Fatalf("the pod of fenced member 3 is not stopped: %+v", a)
+	}
+}
+
+func TestFenceAllowedKeepsAMajorityVoting(t *testing.T) {
+	for _, tc := range []struct {
+		desired int32
+		fenced  []int32
+		ok      bool
+	}{
+		{3, []int32{2}, true}, {3, []int32{1, 2}, false}, {5, []int32{4, 5}, true},
+		{5, []int32{1, 2, 3}, false}, {1, []int32{1}, false}, {3, []int32{9}, true},
+	} {
+		if got := FenceAllowed(tc.desired, tc.fenced) == ""; got != tc.ok {
+			t.Errorf("FenceAllowed(%d, %v) allowed=%v, want %v", tc.desired, tc.fenced, got, tc.ok)
+		}
+	}
 }

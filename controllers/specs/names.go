@@ -57,6 +57,9 @@ const (
 
 	RoleLeader   = "leader"
 	RoleFollower = "follower"
+	// RoleFenced marks the pod of a fenced member (spec.fencedMembers), so
+	// that the client Service does not select it.
+	RoleFenced = "fenced"
 
 	// AnnotationConfigHash on the pod template is the hash of the engine
 	// settings; a change makes a new StatefulSet revision (rolled by the

@@ -123,6 +123,11 @@ func PodTemplate(c *dbv1.RolisCluster, configHash string, o Options) corev1.PodT
 		annotations[k] = v
 	}
 	annotations[AnnotationConfigHash] = configHash
+	// A restart request makes a new revision, which the operator rolls
+	// the safe way (docs/operations.md, "Restarting members").
+	if v := c.Annotations[dbv1.AnnotationRestartedAt]; v != "" {
+		annotations[dbv1.AnnotationRestartedAt] = v
+	}
 
 	affinity := DefaultAffinity(c)
 	if c.Spec.Pod.Affinity != nil {

@@ -3,7 +3,7 @@
 # (see the Dockerfile for why the binaries come from the host):
 #   rolis/rolisd        --target rolisd     bin/rolisd
 #   rolis/rolis-operator --target operator  bin/rolis-operator
-#   rolis/rolis-tools   --target tools      bin/rolisctl + kubectl
+#   rolis/rolis-tools   --target tools      bin/rolisctl + kubectl + kubectl-rolis
 # Tag: $IMAGE_TAG, default the chart's appVersion (what the chart, config/
 # and config/samples deploy).
 # An image whose binary is missing fails alone, with the reason, and the
@@ -18,9 +18,10 @@ image_exists "$BASE_IMAGE" || "$KIND_DIR/base-images.sh" rolis-base
 TAG="${IMAGE_TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$ROOT/charts/rolis-operator/Chart.yaml")}"
 PREFIX="${IMAGE_PREFIX:-rolis}"
 declare -A IMAGE=([rolisd]="$PREFIX/rolisd" [operator]="$PREFIX/rolis-operator" [tools]="$PREFIX/rolis-tools")
-declare -A NEEDS=([rolisd]="bin/rolisd" [operator]="bin/rolis-operator" [tools]="bin/rolisctl bin/kubectl")
+declare -A NEEDS=([rolisd]="bin/rolisd" [operator]="bin/rolis-operator" [tools]="bin/rolisctl bin/kubectl bin/kubectl-rolis")
 declare -A SRC=([bin/rolisd]="${ROLISD_BIN:-$ROOT/bin/rolisd}" [bin/rolis-operator]="${OPERATOR_BIN:-$ROOT/bin/rolis-operator}"
-  [bin/rolisctl]="${ROLISCTL_BIN:-$ROOT/bin/rolisctl}" [bin/kubectl]="${KUBECTL_BIN:-$ROOT/bin/kubectl}")
+  [bin/rolisctl]="${ROLISCTL_BIN:-$ROOT/bin/rolisctl}" [bin/kubectl]="${KUBECTL_BIN:-$ROOT/bin/kubectl}"
+  [bin/kubectl-rolis]="${KUBECTL_ROLIS_BIN:-$ROOT/bin/kubectl-rolis}")
 CONTEXT="$CACHE/images/context"
 
 # (build_one runs after `if`, where bash ignores `set -e`: every failure in it
