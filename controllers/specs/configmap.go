@@ -111,7 +111,7 @@ func EpochConfigMap(c *dbv1.RolisCluster) *corev1.ConfigMap {
 // the data: members that come back with their volumes under a RolisCluster
 // re-created with the same name need the record of the epochs they
 // decided, or the operator could not tell them from a lost cluster and
-// would refuse every election (docs/operator.md, "Deleting and re-creating
+// would refuse every election (docs/operations.md, "Deleting and re-creating
 // a cluster").
 func EpochRecordOwners(c *dbv1.RolisCluster) []metav1.OwnerReference {
 	if RetentionPolicy(c).WhenDeleted == appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
