@@ -163,8 +163,8 @@ helm-lint:
 
 # End-to-end suite on the Kind cluster (e2e/, docs/e2e.md); brings the cluster
 # up and loads the images first when needed. e2e: the quick subset (install,
-# leader pod deleted, follower's rolisd killed, every pod deleted); e2e-full:
-# every scenario.
+# leader pod deleted, follower's rolisd killed, every pod deleted, every
+# rolisd killed); e2e-full: every scenario.
 e2e: build
 	hack/e2e.sh quick
 

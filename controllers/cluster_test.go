@@ -37,7 +37,7 @@ var _ = Describe("Creating a RolisCluster", func() {
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
 
-	It("makes the StatefulSet, Services, PodDisruptionBudget, ConfigMaps and Lease, all owned by the cluster", func() {
+	It("makes the StatefulSet, Services, PodDisruptionBudget, ConfigMaps and Lease, all owned by the cluster but the epoch record", func() {
 		owner := getCluster(ctx, c)
 		ref := metav1.OwnerReference{APIVersion: "db.rolis.io/v1alpha1", Kind: "RolisCluster", Name: "db", UID: owner.UID}
 		owned := func(o client.Object) {
@@ -56,7 +56,11 @@ var _ = Describe("Creating a RolisCluster", func() {
 		owned(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}})
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-config"}}
 		owned(cm)
-		owned(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-epoch"}})
+		// The epoch record goes with the volumes (retained by default), not
+		// with the cluster (specs.EpochRecordOwners).
+		record := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-epoch"}}
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(record), record) }).Should(Succeed())
+		Expect(record.OwnerReferences).To(BeEmpty(), "db-epoch is kept with the retained volumes")
 		owned(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-failover"}})
 
 		By("building the StatefulSet from the spec, with defaults filled in by the API server")

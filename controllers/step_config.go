@@ -12,9 +12,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
 )
 
@@ -58,8 +61,31 @@ func (r *Reconciler) reconcileConfig(ctx context.Context, s *state) (outcome, er
 	if err := r.createOnce(ctx, specs.EpochConfigMap(c)); err != nil {
 		return proceed, err
 	}
+	if err := r.ownEpochRecord(ctx, c); err != nil {
+		return proceed, err
+	}
 	if err := r.createOnce(ctx, specs.FailoverLease(c)); err != nil {
 		return proceed, err
 	}
 	return proceed, nil
+}
+
+// ownEpochRecord makes the epoch record's owner references follow
+// storage.retentionPolicy.whenDeleted (specs.EpochRecordOwners): a record
+// made under the other policy, or left by a deleted cluster of the same
+// name, is adopted or released. Only the metadata is patched: the record
+// itself changes by compare-and-set alone (a concurrent one fails on the
+// new resourceVersion and is retried).
+func (r *Reconciler) ownEpochRecord(ctx context.Context, c *dbv1.RolisCluster) error {
+	cm := &corev1.ConfigMap{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.EpochConfigMapName(c)}, cm); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	want := specs.EpochRecordOwners(c)
+	if equality.Semantic.DeepEqual(cm.OwnerReferences, want) {
+		return nil
+	}
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.OwnerReferences = want
+	return r.Patch(ctx, cm, patch)
 }

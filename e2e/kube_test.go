@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -213,13 +214,31 @@ func podUID(ns, pod string) string {
 // once (its process was killed) and the pod is Ready again.
 func waitContainerRestarted(ns, pod string, limit time.Duration) {
 	GinkgoHelper()
+	waitContainerRestartedSince(ns, pod, 0, limit)
+}
+
+// restartCount is how often pod's container has restarted.
+func restartCount(ns, pod string) int {
+	GinkgoHelper()
+	out := must(20*time.Second, "-n", ns, "get", "pod", pod, "-o", "jsonpath={.status.containerStatuses[0].restartCount}")
+	n, err := strconv.Atoi(strings.TrimSpace(out))
+	Expect(err).NotTo(HaveOccurred(), "restart count of %s: %q", pod, out)
+	return n
+}
+
+// waitContainerRestartedSince waits until pod's container has restarted
+// more than before times and the pod is Ready again.
+func waitContainerRestartedSince(ns, pod string, before int, limit time.Duration) {
+	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		out, err := kubectl(20*time.Second, "-n", ns, "get", "pod", pod, "-o",
 			`jsonpath={.status.containerStatuses[0].restartCount} {.status.conditions[?(@.type=="Ready")].status}`)
 		g.Expect(err).NotTo(HaveOccurred())
 		f := strings.Fields(out)
 		g.Expect(f).To(HaveLen(2))
-		g.Expect(f[0]).NotTo(Equal("0"))
+		n, err := strconv.Atoi(f[0])
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(n).To(BeNumerically(">", before), "restarts of %s", pod)
 		g.Expect(f[1]).To(Equal("True"))
 	}).WithTimeout(limit).WithPolling(time.Second).Should(Succeed())
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The end-to-end suite (e2e/, docs/e2e.md) on the local Kind cluster:
 #   hack/e2e.sh quick   `make e2e`: install, leader pod deleted, follower's rolisd
-#                       killed, every pod deleted
+#                       killed, every pod deleted, every rolisd killed
 #   hack/e2e.sh full    `make e2e-full`: every scenario
 # Brings the cluster up when it is not (hack/kind/ensure.sh: kind-up if
 # needed, images, kind-load), then runs the Ginkgo suite with the label

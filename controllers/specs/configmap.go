@@ -13,7 +13,9 @@ import (
 	"sort"
 	"strconv"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 )
@@ -91,12 +93,29 @@ const (
 // leader. The operator creates it once and afterwards only changes it by a
 // compare-and-set on its resourceVersion (see controllers/leadership).
 func EpochConfigMap(c *dbv1.RolisCluster) *corev1.ConfigMap {
+	meta := objectMeta(c, EpochConfigMapName(c))
+	meta.OwnerReferences = EpochRecordOwners(c)
 	return &corev1.ConfigMap{
-		ObjectMeta: objectMeta(c, EpochConfigMapName(c)),
+		ObjectMeta: meta,
 		Data: map[string]string{
 			KeyEpochRecord: "{}",
 			KeyEpoch:       "0",
 			KeyLeader:      "",
 		},
 	}
+}
+
+// EpochRecordOwners are the owner references of the epoch record: the
+// cluster when its volumes are deleted with it, none when they are kept
+// (retentionPolicy.whenDeleted Retain, the default). The record goes with
+// the data: members that come back with their volumes under a RolisCluster
+// re-created with the same name need the record of the epochs they
+// decided, or the operator could not tell them from a lost cluster and
+// would refuse every election (docs/operations.md, "Deleting and re-creating
+// a cluster").
+func EpochRecordOwners(c *dbv1.RolisCluster) []metav1.OwnerReference {
+	if RetentionPolicy(c).WhenDeleted == appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		return nil
+	}
+	return []metav1.OwnerReference{OwnerReference(c)}
 }

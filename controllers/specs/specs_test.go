@@ -93,7 +93,7 @@ func TestEveryObjectIsOwnedByTheCluster(t *testing.T) {
 	want := metav1.OwnerReference{APIVersion: "db.rolis.io/v1alpha1", Kind: "RolisCluster", Name: "db", UID: "uid-1",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	for _, m := range []metav1.ObjectMeta{
-		EngineConfigMap(c, 3, o).ObjectMeta, EpochConfigMap(c).ObjectMeta, HeadlessService(c).ObjectMeta,
+		EngineConfigMap(c, 3, o).ObjectMeta, HeadlessService(c).ObjectMeta,
 		ClientService(c).ObjectMeta, ReadService(c).ObjectMeta, StatefulSet(c, 3, "h", o).ObjectMeta,
 		PodDisruptionBudget(c).ObjectMeta, ServiceMonitor(c).ObjectMeta, ServerCertificate(c, o).ObjectMeta,
 		ClientCertificate(c).ObjectMeta, FailoverLease(c).ObjectMeta,
@@ -103,6 +103,20 @@ func TestEveryObjectIsOwnedByTheCluster(t *testing.T) {
 		g.Expect(m.Labels).To(HaveKeyWithValue(LabelInstance, "db"), m.Name)
 		g.Expect(m.Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedBy), m.Name)
 	}
+}
+
+// The epoch record goes with the volumes: kept (no owner) when they are
+// retained on deletion, owned by the cluster when they are deleted with it.
+func TestEpochRecordIsOwnedOnlyWhenTheVolumesAreDeletedWithTheCluster(t *testing.T) {
+	g := NewWithT(t)
+	c := sample()
+	g.Expect(EpochConfigMap(c).OwnerReferences).To(BeEmpty(), "default retention: Retain")
+	c.Spec.Storage.RetentionPolicy = &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenScaled: appsv1.DeletePersistentVolumeClaimRetentionPolicyType}
+	g.Expect(EpochConfigMap(c).OwnerReferences).To(BeEmpty(), "whenDeleted Retain, whenScaled Delete")
+	c.Spec.Storage.RetentionPolicy.WhenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	g.Expect(EpochConfigMap(c).OwnerReferences).To(Equal([]metav1.OwnerReference{OwnerReference(c)}), "whenDeleted Delete")
+	g.Expect(EpochConfigMap(c).Labels).To(HaveKeyWithValue(LabelManagedBy, ManagedBy), "cached by the operator")
 }
 
 func TestPeersListEveryMemberWithItsStableDNSName(t *testing.T) {
