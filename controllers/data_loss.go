@@ -49,6 +49,12 @@ func (r *Reconciler) checkDataLoss(ctx context.Context, s *state) {
 	logger := log.FromContext(ctx)
 	s.seen = leadership.SeenWatermark(rec, protoKey(c.Status.Watermark))
 	s.dataLoss = leadership.AssessDataLoss(s.members, rec, s.seen)
+	if prev := s.mem.lastDataLoss; !s.dataLoss.Lost && !s.dataLoss.Cleared && prev.Lost {
+		// Members are away (restarting, unreachable): what they showed
+		// last still stands until they show otherwise.
+		s.dataLoss = prev
+	}
+	s.mem.lastDataLoss = s.dataLoss
 	r.checkDurability(s)
 
 	d := s.dataLoss

@@ -107,6 +107,9 @@ type memory struct {
 	// dataLoss is the data loss last reported in an event
 	// (leadership.DataLoss.Key), so a state makes one event.
 	dataLoss string
+	// lastDataLoss is the last assessment, kept while the members that
+	// would clear it are away (leadership.DataLoss.Cleared).
+	lastDataLoss leadership.DataLoss
 	// fenceRefused is the refused fence last reported in an event.
 	fenceRefused string
 }

@@ -96,6 +96,13 @@ type DataLoss struct {
 	// Lost.
 	Reason  string
 	Message string
+	// Cleared: the members show that nothing is lost, not merely that
+	// nothing is known lost: a leader of the decided epoch serves, or a
+	// majority answers with a state no older than the record and reports
+	// no loss. While members are down or restarting, neither holds, and a
+	// loss found before stands (the operator must not say "resolved" while
+	// the members that would show it are still away).
+	Cleared bool
 }
 
 // Key identifies the state for "one event per state": the reason and the
@@ -116,11 +123,13 @@ func (d DataLoss) Key() string {
 // decided record and the last watermark seen (SeenWatermark).
 func AssessDataLoss(members []Member, rec *rolisv1.EpochRecord, seen *rolisv1.LogKey) DataLoss {
 	var d DataLoss
-	serving := false
+	serving, current := false, 0
 	for i := range members {
 		m := &members[i]
 		if m.Reachable() && m.Status.GetDataLossSuspected() {
 			d.Reporting = append(d.Reporting, m)
+		} else if m.Reachable() && !BehindRecord(m, rec, seen) {
+			current++
 		}
 		// A member catching up counts too: while no leader of the decided
 		// epoch serves (below), nothing guarantees that what it lost is
@@ -139,6 +148,7 @@ func AssessDataLoss(members []Member, rec *rolisv1.EpochRecord, seen *rolisv1.Lo
 		// that restarted empty catch up from it.
 		d.Behind = nil
 	}
+	d.Cleared = serving || current >= Majority(len(members))
 	switch {
 	case len(d.Reporting) > 0:
 		var says []string

@@ -111,3 +111,23 @@ func TestMembersBehindAServingLeaderAreNotDataLossButAMajorityCatchingUpIs(t *te
 	members[2] = member(3, 2, key(2, 70))
 	g.Expect(AssessDataLoss(members, rec, seen).Lost).To(BeFalse(), "one catching up while a majority holds the record")
 }
+
+// A loss is cleared only by members that show it is gone: while the
+// members are away (pods restarting), "no evidence" is not "no loss".
+func TestOnlyMembersThatAnswerClearADataLoss(t *testing.T) {
+	g := NewWithT(t)
+	rec := &rolisv1.EpochRecord{Epoch: 2, LeaderId: 1, Watermark: key(1, 300)}
+	seen := SeenWatermark(rec, key(2, 900))
+	away := func(id int32) Member { return Member{ID: id, Pod: "db-x", Err: errors.New("connection refused")} }
+
+	allAway := AssessDataLoss([]Member{away(1), away(2), away(3)}, rec, seen)
+	g.Expect(allAway.Lost).To(BeFalse(), "nobody answered: nothing is known lost")
+	g.Expect(allAway.Cleared).To(BeFalse(), "and nothing is shown kept either")
+
+	oneBack := AssessDataLoss([]Member{member(1, 2, key(2, 900)), away(2), away(3)}, rec, seen)
+	g.Expect(oneBack.Cleared).To(BeFalse(), "one current member of three is no majority")
+
+	twoBack := AssessDataLoss([]Member{member(1, 2, key(2, 900)), member(2, 2, key(2, 880)), away(3)}, rec, seen)
+	g.Expect(twoBack.Lost).To(BeFalse())
+	g.Expect(twoBack.Cleared).To(BeTrue(), "a majority holds the record")
+}
