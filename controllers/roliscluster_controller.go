@@ -107,6 +107,8 @@ type memory struct {
 	// dataLoss is the data loss last reported in an event
 	// (leadership.DataLoss.Key), so a state makes one event.
 	dataLoss string
+	// leaderChange is the failover or switchover under way (metrics.go).
+	leaderChange *pendingLeaderChange
 }
 
 type incarnation struct {
@@ -163,6 +165,7 @@ func (r *Reconciler) memoryOf(key types.NamespacedName) *memory {
 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.beats.forget(key)
+	forgetClusterMetrics(key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.memory, key)
@@ -232,6 +235,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				break
 			}
 			stepErr = fmt.Errorf("step %s: %w", st.name, err)
+			observeReconcileError(req.NamespacedName, st.name)
 			s.problem("StepFailed", fmt.Sprintf("step %s failed: %v", st.name, err))
 			break
 		}
@@ -244,6 +248,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if err := r.updateStatus(ctx, s); err != nil && !isTransient(err) {
+		observeReconcileError(req.NamespacedName, "status")
 		return reconcile.Result{}, errors.Join(stepErr, fmt.Errorf("step status: %w", err))
 	}
 	if stepErr != nil {
