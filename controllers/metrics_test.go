@@ -124,7 +124,7 @@ func TestMetricsCountAFailoverByReasonAndTimeIt(t *testing.T) {
 	g.Expect(v).To(BeZero())
 	count, sum, _ := sample(t, "rolis_operator_failover_duration_seconds", map[string]string{"kind": "failover"})
 	g.Expect(count - failoverCount).To(Equal(1.0))
-	g.Expect(sum - failoverSum).To(BeNumerically("~", 3.0, 0.001), "from the first suspicion to the new leader")
+	g.Expect(sum-failoverSum).To(BeNumerically("~", 3.0, 0.001), "from the first suspicion to the new leader")
 
 	// The next passes see the new leader serving: counted once.
 	_, err = e.reconcile(t)
