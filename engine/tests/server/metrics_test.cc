@@ -84,7 +84,8 @@ TEST(MetricsTest, UnknownWatermarkHasNoSample) {
   Metrics m("1.2.3");
   m.SetGaugeSource([] { return GaugeValues{}; });
   std::string text = m.Serialize();
-  EXPECT_EQ(text.find("rolis_watermark_timestamp_seconds "), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nrolis_watermark_timestamp_seconds "), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE rolis_watermark_timestamp_seconds gauge"), std::string::npos) << text;
 }
 
 TEST(MetricsTest, ProcessStatsAreRead) {
