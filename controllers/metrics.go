@@ -21,7 +21,9 @@ import (
 // manager's metrics endpoint (docs/operations.md, "Operator metrics"). The
 // per-cluster gauges are set from the status at every reconcile and
 // dropped with the cluster; the alerts of the chart's PrometheusRule read
-// them.
+// them. A cluster is named by the labels namespace and rolis_cluster, as
+// the members' own series are (specs.ServiceMonitor): the chart's
+// ServiceMonitor of the operator honours these labels.
 
 // Leader changes the operator made, as the reason label of the counters.
 const (
@@ -72,11 +74,11 @@ var (
 	metricFailovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rolis_operator_failovers_total",
 		Help: "Unplanned leader changes the operator completed, by reason (leader_gone, leader_unhealthy).",
-	}, []string{"namespace", "cluster", "reason"})
+	}, []string{"namespace", "rolis_cluster", "reason"})
 	metricSwitchovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rolis_operator_switchovers_total",
 		Help: "Planned leader changes the operator completed, by reason (leader_leaving, requested).",
-	}, []string{"namespace", "cluster", "reason"})
+	}, []string{"namespace", "rolis_cluster", "reason"})
 	metricFailoverDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "rolis_operator_failover_duration_seconds",
 		Help: "From the leader first seen unhealthy or leaving to the new leader open, by kind (failover, switchover).",
@@ -86,23 +88,23 @@ var (
 	metricReconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rolis_operator_reconcile_errors_total",
 		Help: "Reconcile steps that failed (not counting stale-cache conflicts), by step.",
-	}, []string{"namespace", "cluster", "step"})
+	}, []string{"namespace", "rolis_cluster", "step"})
 	metricPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rolis_operator_cluster_phase",
 		Help: "1 for the phase the cluster is in, 0 for the others.",
-	}, []string{"namespace", "cluster", "phase"})
+	}, []string{"namespace", "rolis_cluster", "phase"})
 	metricCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rolis_operator_cluster_condition",
 		Help: "Per condition of the cluster's status (Ready, Available, FailingOver, Degraded, Progressing, DataLoss, ...): 1 when True, 0 when False or Unknown.",
-	}, []string{"namespace", "cluster", "condition"})
+	}, []string{"namespace", "rolis_cluster", "condition"})
 	metricMembers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rolis_operator_cluster_members",
 		Help: "Members in the cluster's status, by what the last probe saw (reachable, unreachable).",
-	}, []string{"namespace", "cluster", "state"})
+	}, []string{"namespace", "rolis_cluster", "state"})
 	metricReplicationLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rolis_operator_replication_lag_seconds",
 		Help: "The largest replication lag of a member that answers (status.replicationLag); absent without a serving leader.",
-	}, []string{"namespace", "cluster"})
+	}, []string{"namespace", "rolis_cluster"})
 )
 
 var registerMetrics sync.Once
@@ -141,6 +143,14 @@ func observeReconcileError(key types.NamespacedName, step string) {
 // recordClusterMetrics sets the per-cluster gauges from its status.
 func recordClusterMetrics(c *dbv1.RolisCluster) {
 	ns, name := c.Namespace, c.Name
+	// Every reason from the start, at 0: increase() over a series that
+	// appears at 1 sees no increase, and the first failover would alert no one.
+	for _, reason := range []string{ChangeLeaderGone, ChangeLeaderUnhealthy} {
+		metricFailovers.WithLabelValues(ns, name, reason).Add(0)
+	}
+	for _, reason := range []string{ChangeLeaderLeaving, ChangeRequested} {
+		metricSwitchovers.WithLabelValues(ns, name, reason).Add(0)
+	}
 	for _, p := range allPhases {
 		v := 0.0
 		if c.Status.Phase == p {
@@ -175,7 +185,7 @@ func recordClusterMetrics(c *dbv1.RolisCluster) {
 // forgetClusterMetrics drops every series of a deleted cluster (the
 // counters too: a new cluster of the same name starts from zero).
 func forgetClusterMetrics(key types.NamespacedName) {
-	l := prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name}
+	l := prometheus.Labels{"namespace": key.Namespace, "rolis_cluster": key.Name}
 	for _, v := range []interface{ DeletePartialMatch(prometheus.Labels) int }{
 		metricFailovers, metricSwitchovers, metricReconcileErrors, metricPhase, metricCondition, metricMembers,
 		metricReplicationLag,

@@ -71,7 +71,7 @@ func sample(t *testing.T, name string, want map[string]string) (value, sum float
 }
 
 func ofDB(kv ...string) map[string]string {
-	l := map[string]string{"namespace": "ns", "cluster": "db"}
+	l := map[string]string{"namespace": "ns", "rolis_cluster": "db"}
 	for i := 0; i+1 < len(kv); i += 2 {
 		l[kv[i]] = kv[i+1]
 	}
@@ -100,10 +100,15 @@ func TestMetricsCountAFailoverByReasonAndTimeIt(t *testing.T) {
 	}
 	_, err = e.reconcile(t)
 	g.Expect(err).NotTo(HaveOccurred())
-	v, _, _ := sample(t, "rolis_operator_failovers_total", ofDB())
+	v, _, n := sample(t, "rolis_operator_failovers_total", ofDB())
 	g.Expect(v).To(BeZero(), "the first election is not a failover")
+	g.Expect(n).To(Equal(2), "a series per reason, at 0, before any failover")
 	v, _, _ = sample(t, "rolis_operator_cluster_condition", ofDB("condition", dbv1.ConditionAvailable))
 	g.Expect(v).To(Equal(1.0))
+	_, _, n = sample(t, "rolis_operator_replication_lag_seconds", ofDB())
+	g.Expect(n).To(Equal(1), "a serving leader: the largest lag is known")
+	v, _, _ = sample(t, "rolis_operator_cluster_members", ofDB("state", "reachable"))
+	g.Expect(v).To(Equal(3.0))
 
 	e.dialer[1].status.Role = rolisv1.Role_FOLLOWER // answers, does not lead
 	now = now.Add(time.Second)
@@ -207,8 +212,8 @@ func TestMetricsCountReconcileErrorsByStepAndDropADeletedCluster(t *testing.T) {
 	g.Expect(e.c.Delete(context.Background(), e.db)).To(Succeed())
 	_, err = e.reconcile(t)
 	g.Expect(err).NotTo(HaveOccurred())
-	for _, name := range []string{"rolis_operator_reconcile_errors_total", "rolis_operator_cluster_phase",
-		"rolis_operator_cluster_condition", "rolis_operator_cluster_members"} {
+	for _, name := range []string{"rolis_operator_failovers_total", "rolis_operator_reconcile_errors_total", "rolis_operator_cluster_phase",
+		"rolis_operator_cluster_condition", "rolis_operator_cluster_members", "rolis_operator_replication_lag_seconds"} {
 		_, _, n := sample(t, name, ofDB())
 		g.Expect(n).To(BeZero(), name)
 	}
