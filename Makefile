@@ -86,9 +86,12 @@ operator-test: engine
 # --- Go client, rolisctl and their tests (pkg/client, cmd/rolisctl, internal/testserver, test/server) ---
 .PHONY: go-build go-test go-unit-test server-test
 
+# rolisctl --version: 0.1.0+ the checkout's git describe, as rolisd's.
+ROLISCTL_VERSION ?= 0.1.0+$(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
 go-build:
 	mkdir -p $(BIN_DIR)
-	nice go build -o $(BIN_DIR)/rolisctl ./cmd/rolisctl
+	nice go build -ldflags "-X main.version=$(ROLISCTL_VERSION)" -o $(BIN_DIR)/rolisctl ./cmd/rolisctl
 
 go-unit-test:
 	nice go test ./pkg/... ./cmd/rolisctl/... ./internal/testserver/... ./internal/ledger/...
