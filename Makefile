@@ -27,7 +27,7 @@ build: engine manifests operator go-build
 engine-test: engine
 	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 600 -j2
 
-test: engine-test operator-test go-test replication-test fuzz-cpp-test e2e
+test: engine-test operator-test go-test alerts-test replication-test fuzz-cpp-test e2e
 
 # libFuzzer targets of the C++ decoders (engine/fuzz/README.md), in a clang
 # build of their own (build/fuzz, through the same ccache as the engine's).
@@ -86,9 +86,12 @@ operator-test: engine
 # --- Go client, rolisctl and their tests (pkg/client, cmd/rolisctl, internal/testserver, test/server) ---
 .PHONY: go-build go-test go-unit-test server-test
 
+# rolisctl --version: 0.1.0+ the checkout's git describe, as rolisd's.
+ROLISCTL_VERSION ?= 0.1.0+$(shell git describe --always --dirty 2>/dev/null || echo unknown)
+
 go-build:
 	mkdir -p $(BIN_DIR)
-	nice go build -o $(BIN_DIR)/rolisctl ./cmd/rolisctl
+	nice go build -ldflags "-X main.version=$(ROLISCTL_VERSION)" -o $(BIN_DIR)/rolisctl ./cmd/rolisctl
 	nice go build -o $(BIN_DIR)/kubectl-rolis ./cmd/kubectl-rolis
 
 go-unit-test:
@@ -118,6 +121,13 @@ go-fuzz:
 
 fuzz: fuzz-cpp
 	$(MAKE) go-fuzz GO_FUZZ_TIME=$(FUZZ_TIME)
+
+# --- alerts and dashboard of the chart (docs/operations.md, "Dashboards and alerts") ---
+# promtool check rules and promtool test rules (test/alerts) on the rendered
+# PrometheusRule; the dashboard's queries must parse.
+.PHONY: alerts-test
+alerts-test: deps
+	hack/check-alerts.sh
 
 # --- replication (engine/src/replication, test/replication; docs/replication.md) ---
 .PHONY: replication-test soak

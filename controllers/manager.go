@@ -76,6 +76,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	if o.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
+	RegisterMetrics()
 	renew, lease := 10*time.Second, 15*time.Second
 	return ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),

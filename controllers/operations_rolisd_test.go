@@ -106,6 +106,9 @@ var _ = Describe("Planned switchover against real rolisd processes", Label("roli
 		Expect(last.Reason).To(Equal(SwitchoverRequested))
 		Expect(eventReasons(ctx, c)()).To(ContainElement(ReasonSwitchover))
 		Eventually(podRoles(ctx, c)).Should(Equal(rolesWith(c, target)))
+		requested := map[string]string{"namespace": c.Namespace, "rolis_cluster": c.Name, "reason": ChangeRequested}
+		Eventually(func() float64 { v, _, _ := sample(GinkgoT(), "rolis_operator_switchovers_total", requested); return v }).
+			Should(Equal(1.0), "the switchover counts as requested")
 
 		By("promoting the member that leads changes nothing")
 		annotate(ctx, c, dbv1.AnnotationPromote, fmt.Sprint(target))

@@ -112,6 +112,8 @@ type memory struct {
 	lastDataLoss leadership.DataLoss
 	// fenceRefused is the refused fence last reported in an event.
 	fenceRefused string
+	// leaderChange is the failover or switchover under way (metrics.go).
+	leaderChange *pendingLeaderChange
 }
 
 type incarnation struct {
@@ -168,6 +170,7 @@ func (r *Reconciler) memoryOf(key types.NamespacedName) *memory {
 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.beats.forget(key)
+	forgetClusterMetrics(key)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.memory, key)
@@ -239,6 +242,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 				break
 			}
 			stepErr = fmt.Errorf("step %s: %w", st.name, err)
+			observeReconcileError(req.NamespacedName, st.name)
 			s.problem("StepFailed", fmt.Sprintf("step %s failed: %v", st.name, err))
 			break
 		}
@@ -251,6 +255,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	if err := r.updateStatus(ctx, s); err != nil && !isTransient(err) {
+		observeReconcileError(req.NamespacedName, "status")
 		return reconcile.Result{}, errors.Join(stepErr, fmt.Errorf("step status: %w", err))
 	}
 	if stepErr != nil {

@@ -120,6 +120,7 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 
 	switch s.assessment.State {
 	case leadership.Serving:
+		s.mem.settleLeaderChange(c, rec.GetEpoch(), r.now())
 		s.mem.leaderUnhealthySince, s.mem.leaderGone = time.Time{}, false
 		s.mem.promotion.reset()
 		s.mem.serving = incarnation{id: s.leaderID, epoch: rec.GetEpoch(),
@@ -185,6 +186,11 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 			if s.mem.leaderUnhealthySince.IsZero() {
 				s.mem.leaderUnhealthySince = now
 			}
+			change := ChangeLeaderGone
+			if s.assessment.Leaving {
+				change = ChangeLeaderLeaving
+			}
+			s.mem.noteLeaderChange(change, s.mem.leaderUnhealthySince, rec.GetEpoch())
 			return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
 		}
 		if s.mem.leaderUnhealthySince.IsZero() {
@@ -206,6 +212,7 @@ func (r *Reconciler) reconcileLeadership(ctx context.Context, s *state) (outcome
 			// that recovers is seen serving again.
 			return stopFor(min(c.FailoverTimeout()-waited, heartbeatInterval(c))), nil
 		}
+		s.mem.noteLeaderChange(ChangeLeaderUnhealthy, s.mem.leaderUnhealthySince, rec.GetEpoch())
 		return r.promote(ctx, s, map[int32]bool{s.leaderID: true}, s.assessment.Reason)
 	}
 }
@@ -413,6 +420,7 @@ func (r *Reconciler) promote(ctx context.Context, s *state, exclude map[int32]bo
 		return proceed, err
 	}
 	r.event(c, corev1.EventTypeNormal, ReasonPromoted, "Promote", "%s leads epoch %d", cand.Pod, stored.Record.GetEpoch())
+	s.mem.settleLeaderChange(c, stored.Record.GetEpoch(), r.now())
 	r.beats.watch(client.ObjectKeyFromObject(c), s.target(cand.ID), stored.Record.GetEpoch(), heartbeatInterval(c))
 	s.failingOver = nil
 	s.progress = nil
@@ -480,6 +488,7 @@ func (r *Reconciler) resume(ctx context.Context, s *state) (outcome, error) {
 		return proceed, err
 	}
 	r.event(c, corev1.EventTypeNormal, ReasonPromoted, "Open", "%s leads epoch %d", leader.Pod, s.stored.Record.GetEpoch())
+	s.mem.settleLeaderChange(c, s.stored.Record.GetEpoch(), r.now())
 	s.failingOver = nil
 	return stopFor(time.Second), nil
 }

@@ -185,6 +185,7 @@ func joinFindings(fs []finding) string {
 // operator is the only writer of the status).
 func (r *Reconciler) updateStatus(ctx context.Context, s *state) error {
 	computeStatus(s)
+	recordClusterMetrics(s.cluster)
 	if equality.Semantic.DeepEqual(s.original.Status, s.cluster.Status) {
 		return nil
 	}

@@ -80,6 +80,7 @@ func (r *Reconciler) reconcileSwitchover(ctx context.Context, s *state) (outcome
 		}
 	}
 	from := s.leaderID
+	s.mem.noteLeaderChange(ChangeRequested, r.now(), s.stored.Record.GetEpoch())
 	out, err := r.promote(ctx, s, exclude, fmt.Sprintf("switchover to %s requested (%s)", m.Pod, dbv1.AnnotationPromote))
 	if err != nil || !r.switchedOver(s, from, SwitchoverRequested) {
 		return out, err

@@ -87,8 +87,8 @@ var _ = Describe("Removal", Label("uninstall"), func() {
 		cluster := must(30*time.Second, "get", "clusterroles,clusterrolebindings", "-l",
 			"app.kubernetes.io/instance="+operatorRelease, "-o", "name")
 		Expect(strings.Fields(cluster)).To(BeEmpty(), "cluster-scoped objects of the release")
-		// Helm never deletes the CRDs of a chart's crds/ folder (deleting
-		// them would delete every RolisCluster of the cluster): kept on purpose.
+		// The chart keeps its CRD on uninstall (crds.keep: deleting it
+		// would delete every RolisCluster of the cluster): kept on purpose.
 		crd, _ := kubectl(30*time.Second, "get", "crd", "rolisclusters.db.rolis.io", "-o", "name")
 		GinkgoWriter.Println("kept by helm on purpose:", strings.TrimSpace(crd))
 	})

@@ -9,6 +9,7 @@ PACKAGES=(
   prometheus-cpp-dev libcivetweb-dev libjemalloc-dev libmimalloc-dev libabsl-dev libcli11-dev libspdlog-dev libfmt-dev
   nlohmann-json3-dev
   spin valgrind etcd-server
+  prometheus  # promtool: make alerts-test (hack/check-alerts.sh)
   clang libclang-rt-14-dev  # engine/fuzz: libFuzzer and the sanitizers' runtimes (Debian 12: clang 14)
 )
 missing=()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +33,7 @@ type benchOptions struct {
 	readRatio   float64
 	rmw         string
 	noLoad      bool
-	asJSON      bool
+	out         output
 	serverRetry uint32
 	cpuProfile  string
 }
@@ -79,9 +78,10 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Use:   "bench",
 		Short: "Run a workload (YCSB++) and report throughput and latency",
 		Long: `Run YCSB++ one-shot transactions against the server for --seconds and print
-a summary of throughput and latency (p50/p95/p99); with --json the last
-line is one JSON object with throughput_tps, p50_us, p95_us, p99_us,
-seconds, commits, aborts, errors and mode.
+a summary of throughput and latency (p50/p95/p99). With -o json|yaml (or
+--json) stdout has only the report, one object with throughput_tps, p50_us,
+p95_us, p99_us, seconds, commits, aborts, errors and mode; the summary table
+goes to stderr with the progress, so the output pipes cleanly.
 
 YCSB++: --keys records ("user0000000000"...) with --value-size byte values,
 keys chosen uniformly; half the transactions (--read-ratio) read 4 keys,
@@ -99,8 +99,12 @@ API forms:
   --pipeline=0             unary Execute calls from --concurrency goroutines.
 Streams are spread over --conns connections. Progress goes to stderr each
 second; a warm-up of --warmup seconds is not measured.`,
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
+		PreRunE: checkOutput(&o.out),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.workload != "ycsbpp" {
+				return usageErrorf("--workload %q: want ycsbpp", o.workload)
+			}
 			return runBench(cmd.Context(), g, o, cmd.OutOrStdout(), os.Stderr)
 		},
 	}
@@ -117,9 +121,9 @@ second; a warm-up of --warmup seconds is not measured.`,
 	f.Float64Var(&o.readRatio, "read-ratio", 0.5, "share of read-only transactions")
 	f.StringVar(&o.rmw, "rmw", "oneshot", "read-modify-write form: oneshot or putif (unary only)")
 	f.BoolVar(&o.noLoad, "no-load", false, "skip loading the records")
-	f.BoolVar(&o.asJSON, "json", false, "print one JSON object as the last line")
 	f.Uint32Var(&o.serverRetry, "server-retries", 0, "server-side retries of a conflicting transaction (0 = server default)")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
+	addOutputFlag(cmd, &o.out, true)
 	return cmd
 }
 
@@ -417,13 +421,14 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	rep.MeanUS, rep.P50US, rep.P95US = us(h.mean()), us(h.quantile(0.50)), us(h.quantile(0.95))
 	rep.P99US, rep.P999US, rep.MaxUS = us(h.quantile(0.99)), us(h.quantile(0.999)), us(h.max())
 
-	printBenchTable(out, rep)
+	if o.out.structured() {
+		printBenchTable(progress, rep)
+	}
 	if rep.FirstError != "" {
 		fmt.Fprintf(progress, "first error: %s\n", rep.FirstError)
 	}
-	if o.asJSON {
-		b, _ := json.Marshal(rep)
-		fmt.Fprintln(out, string(b))
+	if err := o.out.print(out, rep, func(out io.Writer) { printBenchTable(out, rep) }); err != nil {
+		return err
 	}
 	if rep.Commits == 0 {
 		return exitError{1, "no transaction committed"}

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/rolisdb/rolis/pkg/client"
 	"github.com/spf13/cobra"
@@ -11,7 +11,7 @@ import (
 func newFailoverCmd(g *globals) *cobra.Command {
 	var to uint32
 	var leaderAddr string
-	var asJSON bool
+	var o output
 	cmd := &cobra.Command{
 		Use:   "failover",
 		Short: "Elect a leader through the admin API (PrepareFailover, DecideEpoch, OpenEpoch, AnnounceLeader)",
@@ -31,9 +31,11 @@ rolisd --decider=control-stream (the default): against members run with
 --decider=operator (the operator's pods) it stops after step 1, since
 they refuse DecideEpoch; fail over through the operator there.
 
-Each step is printed. With --json the last line is a JSON object with
-epoch, leader_id, leader_address and watermark.`,
-		Args: cobra.NoArgs,
+Each step is printed. With -o json|yaml (or --json) the steps go to
+stderr and stdout has one object: epoch, leader_id, leader_address,
+watermark, watermark_epoch, announce_failures.`,
+		Args:    cobra.NoArgs,
+		PreRunE: checkOutput(&o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// --timeout bounds the whole failover (each step must fit in it).
 			ctx, cancel := g.withTimeout(cmd.Context())
@@ -43,28 +45,28 @@ epoch, leader_id, leader_address and watermark.`,
 				return err
 			}
 			defer a.Close()
-			out := cmd.OutOrStdout()
+			out, progress := cmd.OutOrStdout(), cmd.OutOrStdout()
+			if o.structured() {
+				progress = cmd.ErrOrStderr() // stdout is the one object
+			}
 			res, err := a.Failover(ctx, client.FailoverOptions{
 				To: to, LeaderClientAddress: leaderAddr,
-				Step: func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) },
+				Step: func(format string, args ...any) { fmt.Fprintf(progress, format+"\n", args...) },
 			})
 			if err != nil {
 				return fmt.Errorf("failover: %w", err)
 			}
-			fmt.Fprintf(out, "done: member %d leads epoch %d\n", res.Candidate, res.Record.GetEpoch())
-			if asJSON {
-				b, _ := json.Marshal(map[string]any{
-					"epoch": res.Record.GetEpoch(), "leader_id": res.Candidate, "leader_address": res.LeaderAddress,
-					"watermark": res.Watermark.GetTs(), "watermark_epoch": res.Watermark.GetEpoch(),
-					"announce_failures": len(res.AnnounceErrors),
-				})
-				fmt.Fprintln(out, string(b))
-			}
-			return nil
+			return o.print(out, map[string]any{
+				"epoch": res.Record.GetEpoch(), "leader_id": res.Candidate, "leader_address": res.LeaderAddress,
+				"watermark": res.Watermark.GetTs(), "watermark_epoch": res.Watermark.GetEpoch(),
+				"announce_failures": len(res.AnnounceErrors),
+			}, func(out io.Writer) {
+				fmt.Fprintf(out, "done: member %d leads epoch %d\n", res.Candidate, res.Record.GetEpoch())
+			})
 		},
 	}
 	cmd.Flags().Uint32Var(&to, "to", 0, "member id to promote (default: the most advanced member)")
 	cmd.Flags().StringVar(&leaderAddr, "leader-address", "", "client address to announce if the candidate reports none")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the outcome as a JSON object on the last line")
+	addOutputFlag(cmd, &o, true)
 	return cmd
 }

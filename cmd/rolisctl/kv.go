@@ -13,12 +13,20 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// kvJSON is a key and its value in -o json|yaml output.
+type kvJSON struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
 func newGetCmd(g *globals) *cobra.Command {
 	var table string
+	var o output
 	cmd := &cobra.Command{
-		Use:   "get KEY",
-		Short: "Print the value of KEY alone (exit 1 if absent)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "get KEY",
+		Short:   "Print the value of KEY alone (exit 3 if absent)",
+		Args:    cobra.ExactArgs(1),
+		PreRunE: checkOutput(&o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				v, found, err := c.Table(table).Get(ctx, []byte(args[0]))
@@ -26,16 +34,17 @@ func newGetCmd(g *globals) *cobra.Command {
 					return err
 				}
 				if !found {
-					return exitError{1, fmt.Sprintf("%q not found", args[0])}
+					return exitError{exitNotFound, fmt.Sprintf("%q not found", args[0])}
 				}
-				out := cmd.OutOrStdout()
-				out.Write(v)
-				fmt.Fprintln(out)
-				return nil
+				return o.print(cmd.OutOrStdout(), kvJSON{Key: args[0], Value: string(v)}, func(out io.Writer) {
+					out.Write(v)
+					fmt.Fprintln(out)
+				})
 			})
 		},
 	}
 	cmd.Flags().StringVar(&table, "table", "", "table (default \"kv\")")
+	addOutputFlag(cmd, &o, false)
 	return cmd
 }
 
@@ -89,11 +98,13 @@ func newScanCmd(g *globals) *cobra.Command {
 	var table string
 	var limit uint32
 	var keysOnly bool
+	var o output
 	cmd := &cobra.Command{
-		Use:   "scan [START] [END]",
-		Short: "Print KEY<tab>VALUE lines of [START, END) in key order",
-		Long:  "Print the keys in [START, END) with their values, one KEY<tab>VALUE line each. No START is the first key; no END is unbounded.",
-		Args:  cobra.MaximumNArgs(2),
+		Use:     "scan [START] [END]",
+		Short:   "Print KEY<tab>VALUE lines of [START, END) in key order",
+		Long:    "Print the keys in [START, END) with their values, one KEY<tab>VALUE line each. No START is the first key; no END is unbounded. With -o json|yaml: a list of {key, value}.",
+		Args:    cobra.MaximumNArgs(2),
+		PreRunE: checkOutput(&o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				var start, end []byte
@@ -106,6 +117,17 @@ func newScanCmd(g *globals) *cobra.Command {
 				items, err := c.Table(table).Scan(ctx, start, end, limit)
 				if err != nil {
 					return err
+				}
+				if o.structured() {
+					rows := make([]kvJSON, 0, len(items))
+					for _, kv := range items {
+						row := kvJSON{Key: string(kv.Key)}
+						if !keysOnly {
+							row.Value = string(kv.Value)
+						}
+						rows = append(rows, row)
+					}
+					return o.print(cmd.OutOrStdout(), rows, nil)
 				}
 				w := bufio.NewWriter(cmd.OutOrStdout())
 				defer w.Flush()
@@ -124,6 +146,7 @@ func newScanCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&table, "table", "", "table (default \"kv\")")
 	cmd.Flags().Uint32Var(&limit, "limit", 0, "most keys to print (0 = the server's default)")
 	cmd.Flags().BoolVar(&keysOnly, "keys-only", false, "print keys only")
+	addOutputFlag(cmd, &o, false)
 	return cmd
 }
 
@@ -131,6 +154,7 @@ func newTxnCmd(g *globals) *cobra.Command {
 	var ops []string
 	var interactive bool
 	var table string
+	var o output
 	cmd := &cobra.Command{
 		Use:   "txn",
 		Short: "Run operations as one transaction (from --op flags or stdin lines)",
@@ -147,12 +171,14 @@ without --op, one line of standard input:
 Words may be double-quoted with Go escapes ("a b", "\x00"). Blank lines and
 lines starting with # are skipped. By default the operations run as one
 one-shot transaction (Execute, one round trip; a failed put-if writes
-nothing and exits 3). With --interactive they run one by one inside an
+nothing and exits 4). With --interactive they run one by one inside an
 interactive transaction (Begin ... Commit), retried on conflicts.
 
 Output: one line per read: "KEY<tab>VALUE", "KEY<tab>(not found)", or the
-scanned KEY<tab>VALUE lines; then "OK".`,
-		Args: cobra.NoArgs,
+scanned KEY<tab>VALUE lines; then "OK". With -o json|yaml: {committed,
+reads: [{key, value, found}]}.`,
+		Args:    cobra.NoArgs,
+		PreRunE: checkOutput(&o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			lines := ops
 			if len(lines) == 0 {
@@ -163,27 +189,39 @@ scanned KEY<tab>VALUE lines; then "OK".`,
 			}
 			parsed, err := parseOps(lines, table)
 			if err != nil {
-				return err
+				return usageErrorf("%v", err)
 			}
 			if len(parsed) == 0 {
-				return errors.New("no operations")
+				return usageErrorf("no operations")
 			}
 			return g.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				w := bufio.NewWriter(cmd.OutOrStdout())
 				defer w.Flush()
+				var results []client.OpResult
 				if interactive {
-					return runInteractive(ctx, c, parsed, w)
+					results, err = runInteractive(ctx, c, parsed)
+				} else {
+					var res *client.Result
+					if res, err = c.Execute(ctx, parsed...); res != nil {
+						results = res.Results
+					}
 				}
-				res, err := c.Execute(ctx, parsed...)
-				if err != nil && !errors.Is(err, client.ErrConditionFailed) {
+				failed := errors.Is(err, client.ErrConditionFailed)
+				if err != nil && !failed {
 					return err
 				}
-				printResults(w, parsed, res.Results)
-				if err != nil {
-					w.Flush()
-					return exitError{3, "condition failed: nothing was written"}
+				if perr := o.print(w, txnJSON{Committed: !failed, Reads: txnReads(parsed, results)}, func(w io.Writer) {
+					printResults(w, parsed, results)
+					if !failed {
+						fmt.Fprintf(w, "OK\n")
+					}
+				}); perr != nil {
+					return perr
 				}
-				fmt.Fprintf(w, "OK\n")
+				if failed {
+					w.Flush()
+					return exitError{exitConflict, "condition failed: nothing was written"}
+				}
 				return nil
 			})
 		},
@@ -191,7 +229,40 @@ scanned KEY<tab>VALUE lines; then "OK".`,
 	cmd.Flags().StringArrayVar(&ops, "op", nil, "an operation, e.g. --op 'put k v' (repeatable)")
 	cmd.Flags().BoolVar(&interactive, "interactive", false, "run as an interactive transaction instead of one Execute")
 	cmd.Flags().StringVar(&table, "table", "", "table of every operation (default \"kv\")")
+	addOutputFlag(cmd, &o, false)
 	return cmd
+}
+
+// txnJSON is the -o json|yaml output of txn.
+type txnJSON struct {
+	Committed bool       `json:"committed"`
+	Reads     []readJSON `json:"reads"`
+}
+
+type readJSON struct {
+	Key   string `json:"key"`
+	Value string `json:"value,omitempty"`
+	Found bool   `json:"found"`
+}
+
+// txnReads lists what the reads of a transaction saw, in order.
+func txnReads(ops []client.Op, results []client.OpResult) []readJSON {
+	reads := []readJSON{}
+	for i, op := range ops {
+		if i >= len(results) {
+			break
+		}
+		r := results[i]
+		switch op.Kind {
+		case client.OpGet:
+			reads = append(reads, readJSON{Key: string(op.Key), Value: string(r.Value), Found: r.Found})
+		case client.OpScan:
+			for _, kv := range r.Items {
+				reads = append(reads, readJSON{Key: string(kv.Key), Value: string(kv.Value), Found: true})
+			}
+		}
+	}
+	return reads
 }
 
 func readLines(r io.Reader) ([]string, error) {
@@ -326,7 +397,9 @@ func printResults(w io.Writer, ops []client.Op, results []client.OpResult) {
 	}
 }
 
-func runInteractive(ctx context.Context, c *client.Client, ops []client.Op, w *bufio.Writer) error {
+// runInteractive runs ops in an interactive transaction; a put-if whose
+// condition fails ends it with client.ErrConditionFailed.
+func runInteractive(ctx context.Context, c *client.Client, ops []client.Op) ([]client.OpResult, error) {
 	var results []client.OpResult
 	err := c.Txn(ctx, func(tx *client.Tx) error {
 		results = results[:0]
@@ -360,15 +433,10 @@ func runInteractive(ctx context.Context, c *client.Client, ops []client.Op, w *b
 		}
 		return nil
 	})
-	if errors.Is(err, client.ErrConditionFailed) {
-		return exitError{3, "condition failed: nothing was written"}
-	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	printResults(w, ops, results)
-	fmt.Fprintf(w, "OK\n")
-	return nil
+	return results, nil
 }
 
 // withClient runs fn with a client of --endpoint, bounded by --timeout.

@@ -57,10 +57,13 @@ type loadOptions struct {
 
 func newLoadCmd(g *globals) *cobra.Command {
 	o := loadOptions{}
+	var out output
 	cmd := &cobra.Command{
-		Use:   "load",
-		Short: "Write N keys (user0000000000...) with a progress bar on stderr",
-		Args:  cobra.NoArgs,
+		Use:     "load",
+		Short:   "Write N keys (user0000000000...) with a progress bar on stderr",
+		Long:    "Write N keys (user0000000000...) with a progress bar on stderr; then a summary line, or with -o json|yaml {keys, seconds, keys_per_second}.",
+		Args:    cobra.NoArgs,
+		PreRunE: checkOutput(&out),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := g.client(cmd.Context(), func(cfg *client.Config) { cfg.ConnsPerEndpoint = max(1, o.streams/2) })
 			if err != nil {
@@ -72,8 +75,11 @@ func newLoadCmd(g *globals) *cobra.Command {
 				return err
 			}
 			el := time.Since(start)
-			fmt.Fprintf(cmd.OutOrStdout(), "loaded %d keys in %.2fs (%.0f keys/s)\n", o.keys, el.Seconds(), float64(o.keys)/el.Seconds())
-			return nil
+			rate := float64(o.keys) / el.Seconds()
+			return out.print(cmd.OutOrStdout(), map[string]any{"keys": o.keys, "seconds": el.Seconds(), "keys_per_second": rate},
+				func(w io.Writer) {
+					fmt.Fprintf(w, "loaded %d keys in %.2fs (%.0f keys/s)\n", o.keys, el.Seconds(), rate)
+				})
 		},
 	}
 	f := cmd.Flags()
@@ -84,6 +90,7 @@ func newLoadCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.streams, "concurrency", 4, "pipelined streams")
 	f.IntVar(&o.window, "pipeline", 16, "transactions in flight per stream")
 	f.StringVar(&o.table, "table", "", "table (default \"kv\")")
+	addOutputFlag(cmd, &out, false)
 	return cmd
 }
 

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -24,27 +23,17 @@ type globals struct {
 	timeout    time.Duration
 }
 
+// version is set at build time (make go-build: -ldflags -X main.version=...).
+var version = "0.1.0+unknown"
+
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
-		var ee exitError
-		if errors.As(err, &ee) {
-			if ee.msg != "" {
-				fmt.Fprintln(os.Stderr, "rolisctl:", ee.msg)
-			}
-			os.Exit(ee.code)
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "rolisctl:", msg)
 		}
-		fmt.Fprintln(os.Stderr, "rolisctl:", err)
-		os.Exit(1)
+		os.Exit(exitCodeOf(err))
 	}
 }
-
-// exitError ends rolisctl with a given code.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e exitError) Error() string { return e.msg }
 
 func newRootCmd() *cobra.Command {
 	g := &globals{}
@@ -56,10 +45,17 @@ func newRootCmd() *cobra.Command {
 --endpoint takes one or more comma-separated addresses: client addresses
 (--listen of rolisd) for get, put, delete, scan, txn, load and bench, which
 follow not-leader redirects to the leader; admin addresses (--admin-listen)
-for status and failover.`,
+for status, failover and membership.
+
+Commands that print data take -o table|json|yaml. Exit codes: 0 ok, 1 any
+other failure, 2 bad usage or input, 3 not found, 4 conflict (a condition
+failed, a transaction aborted), 5 unavailable (no server answers in time).
+Shell completion: rolisctl completion bash|zsh|fish|powershell.`,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitError{exitUsage, err.Error()} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.endpoints, "endpoint", envOr("ROLISCTL_ENDPOINT", "127.0.0.1:7070"), "comma-separated server addresses [$ROLISCTL_ENDPOINT]")
 	pf.StringVar(&g.tlsCA, "tls-ca", os.Getenv("ROLISCTL_TLS_CA"), "PEM CA bundle that signs the server certificates (enables TLS) [$ROLISCTL_TLS_CA]")
@@ -72,7 +68,23 @@ for status and failover.`,
 		newGetCmd(g), newPutCmd(g), newDeleteCmd(g), newScanCmd(g), newTxnCmd(g),
 		newStatusCmd(g), newFailoverCmd(g), newMembershipCmd(g), newLoadCmd(g), newBenchCmd(g),
 	)
+	usageOnBadArgs(root)
 	return root
+}
+
+// usageOnBadArgs makes a wrong number of arguments exit with exitUsage.
+func usageOnBadArgs(c *cobra.Command) {
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				return exitError{exitUsage, err.Error()}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageOnBadArgs(sub)
+	}
 }
 
 func envOr(name, def string) string {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 )
 
 func newMembershipCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var o output
 	cmd := &cobra.Command{
 		Use:   "membership",
 		Short: "Show or change the voting members (one member at a time, through the leader)",
@@ -26,19 +25,21 @@ share a member, which keeps every decision visible to the next configuration
 (docs/replication.md, "Membership").
 
 --endpoint takes admin addresses (list every member's when they do not share
-ports, as on one host).`,
-		Args: cobra.NoArgs,
+ports, as on one host). With -o json|yaml (or --json): {config, members
+(their ids), leader_id}.`,
+		Args:              cobra.NoArgs,
+		PersistentPreRunE: checkOutput(&o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.withAdmin(cmd, func(ctx context.Context, a *client.Admin) error {
 				cur, err := a.CurrentMembership(ctx)
 				if err != nil {
 					return err
 				}
-				return printMembership(cmd.OutOrStdout(), cur.LeaderID, cur.Config, cur.Members, asJSON)
+				return printMembership(cmd.OutOrStdout(), cur.LeaderID, cur.Config, cur.Members, &o)
 			})
 		},
 	}
-	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the membership as a JSON object on the last line")
+	addOutputFlagTo(cmd, cmd.PersistentFlags(), &o, true)
 
 	var adminAddr, clientAddr string
 	add := &cobra.Command{
@@ -54,7 +55,7 @@ configuration changes nothing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := client.ParseMember(args[0])
 			if err != nil {
-				return err
+				return usageErrorf("%v", err)
 			}
 			m.AdminAddress, m.ClientAddress = adminAddr, clientAddr
 			return g.withAdmin(cmd, func(ctx context.Context, a *client.Admin) error {
@@ -62,7 +63,7 @@ configuration changes nothing.`,
 				if err != nil {
 					return fmt.Errorf("add member %d: %w", m.GetId(), err)
 				}
-				return printMembership(cmd.OutOrStdout(), 0, resp.GetConfig(), resp.GetMembers(), asJSON)
+				return printMembership(cmd.OutOrStdout(), 0, resp.GetConfig(), resp.GetMembers(), &o)
 			})
 		},
 	}
@@ -76,14 +77,14 @@ configuration changes nothing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseUint(args[0], 10, 32)
 			if err != nil || id == 0 {
-				return fmt.Errorf("member id %q: want a number from 1", args[0])
+				return usageErrorf("member id %q: want a number from 1", args[0])
 			}
 			return g.withAdmin(cmd, func(ctx context.Context, a *client.Admin) error {
 				resp, err := a.RemoveMember(ctx, uint32(id))
 				if err != nil {
 					return fmt.Errorf("remove member %d: %w", id, err)
 				}
-				return printMembership(cmd.OutOrStdout(), 0, resp.GetConfig(), resp.GetMembers(), asJSON)
+				return printMembership(cmd.OutOrStdout(), 0, resp.GetConfig(), resp.GetMembers(), &o)
 			})
 		},
 	}
@@ -104,23 +105,26 @@ func (g *globals) withAdmin(cmd *cobra.Command, fn func(context.Context, *client
 	return fn(ctx, a)
 }
 
-func printMembership(out io.Writer, leader uint32, config uint64, members []*rolisv1.Member, asJSON bool) error {
+// membershipJSON is the -o json|yaml output of membership.
+type membershipJSON struct {
+	Config   uint64   `json:"config"`
+	Members  []uint32 `json:"members"`
+	LeaderID uint32   `json:"leader_id"`
+}
+
+func printMembership(out io.Writer, leader uint32, config uint64, members []*rolisv1.Member, o *output) error {
 	ids := make([]uint32, 0, len(members))
-	fmt.Fprintf(out, "configuration %d:", config)
 	for _, m := range members {
 		ids = append(ids, m.GetId())
-		fmt.Fprintf(out, " %d=%s", m.GetId(), m.GetAddress())
 	}
-	fmt.Fprintln(out)
-	if leader != 0 {
-		fmt.Fprintf(out, "leader: %d\n", leader)
-	}
-	if asJSON {
-		b, err := json.Marshal(map[string]any{"config": config, "members": ids, "leader_id": leader})
-		if err != nil {
-			return err
+	return o.print(out, membershipJSON{Config: config, Members: ids, LeaderID: leader}, func(out io.Writer) {
+		fmt.Fprintf(out, "configuration %d:", config)
+		for _, m := range members {
+			fmt.Fprintf(out, " %d=%s", m.GetId(), m.GetAddress())
 		}
-		fmt.Fprintln(out, string(b))
-	}
-	return nil
+		fmt.Fprintln(out)
+		if leader != 0 {
+			fmt.Fprintf(out, "leader: %d\n", leader)
+		}
+	})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -23,17 +22,24 @@ type memberJSON struct {
 	Replayed       uint64  `json:"replayed"`
 	ReplayedEpoch  uint64  `json:"replayed_epoch"`
 	Lag            *uint64 `json:"lag"` // leader's watermark ts - this member's replayed ts; null if unknown
-	PromisedEpoch  uint64  `json:"promised_epoch"`
-	LeaderID       uint32  `json:"leader_id"`
-	LeaderAddress  string  `json:"leader_address,omitempty"`
-	Healthy        bool    `json:"healthy"`
-	Reachable      bool    `json:"reachable"`
-	AdminAddress   string  `json:"admin_address,omitempty"`
-	Address        string  `json:"address,omitempty"` // replication address
-	Version        string  `json:"version,omitempty"`
-	CommittedTxns  uint64  `json:"committed_txns"`
-	UptimeSeconds  uint64  `json:"uptime_seconds"`
-	Streams        int     `json:"streams"`
+	// LagSeconds is Lag in seconds of the leader's commit clock, known only
+	// when both keys are of one epoch (ts of different epochs come from
+	// different leaders' clocks); null otherwise.
+	LagSeconds    *float64 `json:"lag_seconds"`
+	PromisedEpoch uint64   `json:"promised_epoch"`
+	// Decider is who decides the epoch records (rolisd --decider:
+	// control-stream or operator).
+	Decider       string `json:"decider,omitempty"`
+	LeaderID      uint32 `json:"leader_id"`
+	LeaderAddress string `json:"leader_address,omitempty"`
+	Healthy       bool   `json:"healthy"`
+	Reachable     bool   `json:"reachable"`
+	AdminAddress  string `json:"admin_address,omitempty"`
+	Address       string `json:"address,omitempty"` // replication address
+	Version       string `json:"version,omitempty"`
+	CommittedTxns uint64 `json:"committed_txns"`
+	UptimeSeconds uint64 `json:"uptime_seconds"`
+	Streams       int    `json:"streams"`
 	// Durability (docs/operations.md, "Durability"): disk or memory, the
 	// data directory and the start-up recovery's summary; a member that came
 	// back empty while too few members hold the cluster's data says so.
@@ -46,21 +52,26 @@ type memberJSON struct {
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
-	var asJSON bool
+	var o output
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show every member: id, role, epoch, watermark, lag",
+		Short: "Show every member: id, role, epoch, watermark, lag in seconds, decider",
 		Long: `Ask the admin endpoint(s) given by --endpoint for their status, and the
 other members they report as well (their admin address is guessed from
 their replication host and the admin port given; list every admin address
 in --endpoint when the members do not share ports, as on one host).
 
-With --json the last line is a JSON array with one object per member:
-id, role (leader, follower, candidate, catching_up, standalone, unknown),
-epoch, watermark (ts of the commit watermark G; watermark_epoch is its
-epoch), replayed, lag (leader's watermark ts minus the member's replayed ts,
-in ts units; null when unknown), healthy, reachable, ...`,
-		Args: cobra.NoArgs,
+The table's LAG is how far the member's replay is behind the leader's
+commit watermark, in seconds of the leader's clock ("-" when unknown).
+
+With -o json (or --json) the output is a JSON array with one object per
+member: id, role (leader, follower, candidate, catching_up, standalone,
+unknown), epoch, watermark (ts of the commit watermark G; watermark_epoch is
+its epoch), replayed, lag (leader's watermark ts minus the member's replayed
+ts, in ts units; null when unknown), lag_seconds, decider, healthy,
+reachable, ... -o yaml prints the same as YAML.`,
+		Args:    cobra.NoArgs,
+		PreRunE: checkOutput(&o),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := g.withTimeout(cmd.Context())
 			defer cancel()
@@ -71,19 +82,16 @@ in ts units; null when unknown), healthy, reachable, ...`,
 			defer a.Close()
 			members, err := a.ClusterStatus(ctx)
 			rows := statusRows(members)
-			if asJSON {
-				b, _ := json.Marshal(rows)
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else {
-				printStatusTable(cmd.OutOrStdout(), rows)
+			if perr := o.print(cmd.OutOrStdout(), rows, func(out io.Writer) { printStatusTable(out, rows) }); perr != nil {
+				return perr
 			}
 			if err != nil {
-				return exitError{2, "no member reachable: " + err.Error()}
+				return exitError{exitUnavailable, "no member reachable: " + err.Error()}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array (one object per member) as the last line")
+	addOutputFlag(cmd, &o, true)
 	return cmd
 }
 
@@ -109,6 +117,7 @@ func statusRows(members []client.MemberStatus) []memberJSON {
 			row.Watermark, row.WatermarkEpoch = st.GetWatermark().GetTs(), st.GetWatermark().GetEpoch()
 			row.Replayed, row.ReplayedEpoch = st.GetReplayed().GetTs(), st.GetReplayed().GetEpoch()
 			row.PromisedEpoch = st.GetPromisedEpoch()
+			row.Decider = st.GetDecider()
 			row.LeaderID, row.LeaderAddress = st.GetLeaderId(), st.GetLeaderAddress()
 			row.Healthy, row.Version = st.GetHealthy(), st.GetVersion()
 			row.CommittedTxns, row.UptimeSeconds = st.GetCommittedTxns(), st.GetUptimeSeconds()
@@ -131,6 +140,10 @@ func statusRows(members []client.MemberStatus) []memberJSON {
 					lag = leaderWM.GetTs() - applied
 				}
 				row.Lag = &lag
+				if leaderWM.GetEpoch() == st.GetReplayed().GetEpoch() {
+					secs := lagSeconds(lag)
+					row.LagSeconds = &secs
+				}
 			}
 		}
 		rows = append(rows, row)
@@ -138,20 +151,39 @@ func statusRows(members []client.MemberStatus) []memberJSON {
 	return rows
 }
 
+// tsWorkerBits is the low bits of a commit ts that hold the worker id; the
+// rest is nanoseconds of the leader's clock (docs/architecture.md, the
+// commit protocol: ts = (now_ns << 8) | worker_id).
+const tsWorkerBits = 8
+
+// lagSeconds turns a difference of two ts of one epoch into seconds.
+func lagSeconds(lag uint64) float64 {
+	return float64(lag>>tsWorkerBits) / 1e9
+}
+
+// formatLag prints seconds to the millisecond ("0.004s").
+func formatLag(secs *float64) string {
+	if secs == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3fs", *secs)
+}
+
 func printStatusTable(out io.Writer, rows []memberJSON) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tROLE\tEPOCH\tWATERMARK\tREPLAYED\tLAG\tHEALTHY\tADMIN\tVERSION")
+	fmt.Fprintln(w, "ID\tROLE\tEPOCH\tWATERMARK\tREPLAYED\tLAG\tHEALTHY\tDECIDER\tADMIN\tVERSION")
 	for _, r := range rows {
-		lag := "-"
-		if r.Lag != nil {
-			lag = fmt.Sprint(*r.Lag)
-		}
 		if !r.Reachable {
-			fmt.Fprintf(w, "%d\t%s\t-\t-\t-\t-\t-\t%s\t(%s)\n", r.ID, r.Role, r.AdminAddress, r.Error)
+			fmt.Fprintf(w, "%d\t%s\t-\t-\t-\t-\t-\t-\t%s\t(%s)\n", r.ID, r.Role, r.AdminAddress, r.Error)
 			continue
 		}
-		fmt.Fprintf(w, "%d\t%s\t%d\t%d.%d\t%d.%d\t%s\t%v\t%s\t%s\n", r.ID, r.Role, r.Epoch,
-			r.WatermarkEpoch, r.Watermark, r.ReplayedEpoch, r.Replayed, lag, r.Healthy, r.AdminAddress, r.Version)
+		decider := r.Decider
+		if decider == "" {
+			decider = "-"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%d\t%d.%d\t%d.%d\t%s\t%v\t%s\t%s\t%s\n", r.ID, r.Role, r.Epoch,
+			r.WatermarkEpoch, r.Watermark, r.ReplayedEpoch, r.Replayed, formatLag(r.LagSeconds), r.Healthy, decider,
+			r.AdminAddress, r.Version)
 	}
 	w.Flush()
 	for _, r := range rows {

@@ -13,8 +13,13 @@ import (
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 )
 
+// MetricsClusterLabel names the RolisCluster of a series.
+const MetricsClusterLabel = "rolis_cluster"
+
 // ServiceMonitor scrapes every member (ready or not: a member that is
 // catching up is the one whose metrics matter) through the headless Service.
+// Each series gets the label rolis_cluster, the cluster's name (as the
+// operator's own metrics have it; docs/operations.md, "Metrics").
 func ServiceMonitor(c *dbv1.RolisCluster) *monv1.ServiceMonitor {
 	meta := objectMeta(c, ServiceMonitorName(c))
 	meta.Labels = mergeLabels(meta.Labels, c.Spec.Monitoring.Labels)
@@ -29,6 +34,10 @@ func ServiceMonitor(c *dbv1.RolisCluster) *monv1.ServiceMonitor {
 				Port:     MetricsPortName,
 				Path:     "/metrics",
 				Interval: monv1.Duration(c.ScrapeInterval()),
+				RelabelConfigs: []monv1.RelabelConfig{{
+					SourceLabels: []monv1.LabelName{"__meta_kubernetes_pod_label_app_kubernetes_io_instance"},
+					TargetLabel:  MetricsClusterLabel,
+				}},
 			}},
 		},
 	}

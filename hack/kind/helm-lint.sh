@@ -11,19 +11,33 @@ ensure_helm
   || die "charts/rolis-operator/files/manager-role.yaml is missing: the operator's RBAC (config/rbac/role.yaml, controller-gen) is not generated yet"
 ALL_ON=(--set replicaCount=2 --set metrics.serviceMonitor.enabled=true
   --set "metrics.serviceMonitor.labels.release=prometheus" --set logLevel=debug
-  --set "extraArgs={--foo=bar}" --set "nodeSelector.kubernetes\.io/os=linux")
+  --set "extraArgs={--foo=bar}" --set "nodeSelector.kubernetes\.io/os=linux"
+  --set dashboards.enabled=true --set alerts.enabled=true --set crds.keep=false
+  --set image.digest=sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef)
 step "helm lint" helm lint --strict --kube-version "$K8S_VERSION" "$CHART"
 step "helm lint (all options on)" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" "${ALL_ON[@]}"
 out="$CACHE/helm-lint"; mkdir -p "$out"
-step "helm template" helm template rolis "$CHART" --kube-version "$K8S_VERSION" -n rolis-system --include-crds >"$out/default.yaml"
+step "helm template" helm template rolis "$CHART" --kube-version "$K8S_VERSION" -n rolis-system >"$out/default.yaml"
 step "helm template (all options on)" helm template rolis "$CHART" --kube-version "$K8S_VERSION" -n rolis-system "${ALL_ON[@]}" >"$out/all-on.yaml"
+# The switches do what they say.
+grep -q '^kind: CustomResourceDefinition' "$out/default.yaml" || die "crds.install (default true) rendered no CRD"
+grep -q 'helm.sh/resource-policy: keep' "$out/default.yaml" || die "crds.keep (default true) did not keep the CRD"
+! grep -q '^kind: PrometheusRule' "$out/default.yaml" || die "alerts.enabled=auto rendered a PrometheusRule without the API"
+grep -q '^kind: PrometheusRule' "$out/all-on.yaml" || die "alerts.enabled=true rendered no PrometheusRule"
+grep -q 'grafana_dashboard: "1"' "$out/all-on.yaml" || die "dashboards.enabled=true rendered no dashboard ConfigMap"
+grep -q 'image: "rolis/rolis-operator@sha256:0123' "$out/all-on.yaml" || die "image.digest did not pin the operator's image"
+helm template rolis "$CHART" -n rolis-system --api-versions monitoring.coreos.com/v1/PrometheusRule >"$out/with-api.yaml"
+grep -q '^kind: PrometheusRule' "$out/with-api.yaml" || die "alerts.enabled=auto rendered no PrometheusRule with the API"
+helm template rolis "$CHART" -n rolis-system --set crds.install=false >"$out/no-crds.yaml"
+! grep -q '^kind: CustomResourceDefinition' "$out/no-crds.yaml" || die "crds.install=false rendered the CRD"
 info "rendered: $(grep -c '^kind:' "$out/default.yaml") objects (default), $(grep -c '^kind:' "$out/all-on.yaml") (all on), in $out"
 if [ -d "$ROOT/config/default" ]; then
   ensure_kustomize
   step "kustomize build config/default" sh -c "kustomize build '$ROOT/config/default' >'$out/kustomize.yaml'"
 fi
 if docker_ok && api_ready 0; then
-  helm template rolis "$CHART" -n default "${ALL_ON[@]}" --skip-tests --set metrics.serviceMonitor.enabled=false >"$out/dry-run.yaml"
+  helm template rolis "$CHART" -n default "${ALL_ON[@]}" --skip-tests --set metrics.serviceMonitor.enabled=false \
+    --set alerts.enabled=false >"$out/dry-run.yaml"
   step "server-side dry run on kind-$KIND_CLUSTER" sh -c \
     "'$K8S_BIN/kubectl' --context kind-$KIND_CLUSTER apply --dry-run=server -f '$out/dry-run.yaml' >/dev/null"
 fi

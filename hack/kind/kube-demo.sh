@@ -14,7 +14,7 @@ ensure_helm
 step "local cluster and images" "$KIND_DIR/ensure.sh"
 step "helm upgrade --install rolis-operator (namespace rolis-system)" \
   helm --kube-context "kind-$KIND_CLUSTER" upgrade --install rolis-operator "$ROOT/charts/rolis-operator" \
-    -n rolis-system --create-namespace --wait --timeout 5m
+    -n rolis-system --create-namespace --wait --timeout 5m --take-ownership
 step "kubectl apply -f config/samples/db_v1alpha1_roliscluster.yaml" kubectl -n "$NS" apply -f "$SAMPLE"
 wait_ready() {
   kubectl -n "$NS" wait --for=condition=Ready "roliscluster/$NAME" --timeout=300s >/dev/null || {

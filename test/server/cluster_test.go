@@ -39,6 +39,9 @@ func TestThreeMembersStart_StatusJSONListsEveryMember(t *testing.T) {
 			if eps == all && m["reachable"] != true {
 				t.Errorf("member %d unreachable: %v", i+1, m)
 			}
+			if eps == all && m["decider"] != "control-stream" {
+				t.Errorf("member %d: decider %v, want control-stream (rolisd's default)", i+1, m["decider"])
+			}
 		}
 		t.Logf("--endpoint=%s: %s", eps, lastLine(out))
 	}

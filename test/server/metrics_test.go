@@ -84,11 +84,16 @@ func TestMetricsExposeTheDocumentedFamiliesWithTypes(t *testing.T) {
 		"rolis_txn_latency_seconds": dto.MetricType_HISTOGRAM,
 		"rolis_inflight_txns":       dto.MetricType_GAUGE,
 		"rolis_open_txns":           dto.MetricType_GAUGE,
-		"rolis_memory_bytes":        dto.MetricType_GAUGE,
 		"rolis_role":                dto.MetricType_GAUGE,
 		"rolis_epoch":               dto.MetricType_GAUGE,
-		"rolis_watermark_ts":        dto.MetricType_GAUGE,
 		"rolis_build_info":          dto.MetricType_GAUGE,
+		// The standard process metrics, under their standard names.
+		"process_cpu_seconds_total":     dto.MetricType_COUNTER,
+		"process_resident_memory_bytes": dto.MetricType_GAUGE,
+		"process_virtual_memory_bytes":  dto.MetricType_GAUGE,
+		"process_open_fds":              dto.MetricType_GAUGE,
+		"process_max_fds":               dto.MetricType_GAUGE,
+		"process_start_time_seconds":    dto.MetricType_GAUGE,
 	}
 	for name, typ := range want {
 		f, ok := fams[name]
@@ -103,8 +108,17 @@ func TestMetricsExposeTheDocumentedFamiliesWithTypes(t *testing.T) {
 	if v := sampleSum(fams, "rolis_role", map[string]string{"role": "standalone"}); v != 1 {
 		t.Errorf("rolis_role{role=standalone} = %v, want 1", v)
 	}
-	if v := sampleSum(fams, "rolis_memory_bytes", nil); v <= 0 {
-		t.Errorf("rolis_memory_bytes = %v", v)
+	if v := sampleSum(fams, "process_resident_memory_bytes", nil); v <= 0 {
+		t.Errorf("process_resident_memory_bytes = %v", v)
+	}
+	if v := sampleSum(fams, "process_open_fds", nil); v <= 3 {
+		t.Errorf("process_open_fds = %v", v)
+	}
+	// Dropped: duplicates of the process metrics, and raw commit timestamps.
+	for _, gone := range []string{"rolis_memory_bytes", "rolis_watermark_ts", "rolis_stream_committed_ts"} {
+		if _, ok := fams[gone]; ok {
+			t.Errorf("metric %s is still exported", gone)
+		}
 	}
 	for _, reason := range []string{"conflict", "condition", "client", "expired"} {
 		if v := sampleSum(fams, "rolis_aborts_total", map[string]string{"reason": reason}); v != 0 {
@@ -159,8 +173,12 @@ func TestMetricsCountersMoveWithLoad(t *testing.T) {
 	if v := sampleSum(after, "rolis_open_txns", nil); v != 0 {
 		t.Errorf("rolis_open_txns after rollback = %v", v)
 	}
-	if v := sampleSum(after, "rolis_watermark_ts", nil); v <= 0 {
-		t.Errorf("rolis_watermark_ts = %v after commits", v)
+	// The watermark is the Unix time of the last commit on one node.
+	if age := float64(time.Now().UnixNano())/1e9 - sampleSum(after, "rolis_watermark_timestamp_seconds", nil); age < -0.1 || age > 30 {
+		t.Errorf("rolis_watermark_timestamp_seconds is %.3f s old after commits", age)
+	}
+	if v := sampleSum(after, "rolis_replication_lag_seconds", nil); v != 0 {
+		t.Errorf("rolis_replication_lag_seconds = %v on one node", v)
 	}
 	// The histogram's buckets are cumulative and end at +Inf = count.
 	h := after["rolis_txn_latency_seconds"]

@@ -50,7 +50,13 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{/* image REPOSITORY TAG ROOT: repository:tag, the tag defaulting to appVersion. */}}
+{{/* image REPOSITORY TAG DIGEST ROOT: repository@digest when a digest is
+     given (pinned: the tag is then ignored), else repository:tag, the tag
+     defaulting to appVersion. */}}
 {{- define "rolis-operator.image" -}}
+{{- if .digest }}
+{{- printf "%s@%s" .repository .digest }}
+{{- else }}
 {{- printf "%s:%s" .repository (default .root.Chart.AppVersion .tag) }}
+{{- end }}
 {{- end }}

@@ -339,11 +339,18 @@ bool LeaderStreams::FillStatus(ReplicaStatus* st) const {
   if (mode_ != Mode::kOpen) return false;
   st->watermark = watermark_;
   st->replayed = watermark_;
+  if (watermark_.epoch == st->epoch && watermark_.ts != 0) {
+    // G's ts is (ticks << 8) | worker of this member's own clock, whose base
+    // is the monotonic time less the ceiling's ticks.
+    const uint64_t base = MonotonicNanos() - (clock_.ceiling() >> 8);
+    st->watermark_mono_ns = static_cast<int64_t>(base + (watermark_.ts >> 8));
+  }
   for (uint32_t t = 0; t < opts_.streams; t++) {
     const LeaderStream& s = *streams_[t];
     st->streams[t].committed_slot = s.c_end;
     st->streams[t].committed_key = s.c_key;
     st->streams[t].replayed_key = s.c_key;
+    st->streams[t].through_watermark = true;
   }
   return true;
 }

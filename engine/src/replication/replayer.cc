@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "replica_options.h"
 #include "replica_status.h"
 #include "rolis/thread_name.h"
 
@@ -60,13 +61,26 @@ void Replayer::OnAccepted(const AcceptMsg& m) {
       watermark_ = {};
       record_ = m.decided;
       DropUnstartedHeadsLocked();
+      offset_now_ = offset_before_ = kNoOffset;  // another leader's clock
     }
     if (m.epoch == epoch_ && m.commit_watermark > watermark_) watermark_ = m.commit_watermark;
+    if (m.epoch == epoch_ && m.commit_watermark.epoch == m.epoch) SampleLeaderClockLocked(m.commit_watermark);
     kick_ = true;
     // An open leader (its G is set once it opened) is alive.
     if (m.commit_watermark.epoch == m.epoch) member_->NoteLeaderContact();
   }
   cv_.notify_one();
+}
+
+void Replayer::SampleLeaderClockLocked(LogKey g) {
+  constexpr uint64_t kWindowNanos = 30'000'000'000;  // 30 s: drift of 100 ppm is 3 ms
+  const uint64_t now = MonotonicNanos();
+  if (now - offset_window_start_ >= kWindowNanos) {
+    offset_before_ = offset_now_;
+    offset_now_ = kNoOffset;
+    offset_window_start_ = now;
+  }
+  offset_now_ = std::min(offset_now_, static_cast<int64_t>(now) - static_cast<int64_t>(g.ts >> 8));
 }
 
 void Replayer::DropUnstartedHeadsLocked() {
@@ -156,9 +170,19 @@ void Replayer::FillStatus(ReplicaStatus* st) const {
   std::lock_guard<std::mutex> g(mu_);
   st->watermark = watermark_;
   st->replayed = ReplayedKeyLocked();
+  const int64_t offset = LeaderClockOffsetLocked();
+  if (epoch_ != 0 && watermark_.epoch == epoch_ && offset != kNoOffset) {
+    st->watermark_mono_ns = offset + static_cast<int64_t>(watermark_.ts >> 8);
+  }
   for (uint32_t t = 0; t < stream_count_; t++) {
-    st->streams[t].replayed_key = streams_[t]->consumed;
-    st->streams[t].committed_slot = streams_[t]->cursor;
+    const ReplayStream& rs = *streams_[t];
+    st->streams[t].replayed_key = rs.consumed;
+    st->streams[t].committed_slot = rs.cursor;
+    // As in ReplayedKeyLocked: a stream whose next item is above G has
+    // applied all of its own up to G.
+    st->streams[t].through_watermark =
+        epoch_ != 0 && (rs.consumed >= watermark_ || rs.beyond > watermark_ ||
+                        (rs.batch && rs.pos < rs.txns.size() && LogKey{rs.batch->epoch, rs.txns.ts(rs.pos)} > watermark_));
   }
 }
 

@@ -20,8 +20,10 @@
 // is its own) and while a state transfer replaces the store.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -177,6 +179,16 @@ class Replayer {
   bool paused_ = false;    // while this member leads, or a state transfer installs
   uint64_t epoch_ = 0;     // epoch of the leader whose G we replay to
   LogKey watermark_{};     // that leader's G as last heard
+  // Offset of that leader's clock on this host's CLOCK_MONOTONIC: the least
+  // (arrival time - G's ticks) over its accepts, in two windows so that a
+  // drift between the hosts' clocks ages out (docs/operations.md, "Metrics").
+  // G is read before an accept is sent, so the estimate errs towards an
+  // older G by the shortest delivery time.
+  static constexpr int64_t kNoOffset = INT64_MAX;
+  void SampleLeaderClockLocked(LogKey g);
+  int64_t LeaderClockOffsetLocked() const { return std::min(offset_now_, offset_before_); }
+  int64_t offset_now_ = kNoOffset, offset_before_ = kNoOffset;
+  uint64_t offset_window_start_ = 0;
   DecidedPtr record_;      // its decided record (the cut)
   std::vector<std::unique_ptr<ReplayStream>> streams_;
   std::unique_ptr<Worker> worker_;            // the engine worker replay applies with

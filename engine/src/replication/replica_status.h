@@ -13,6 +13,9 @@ namespace rolis::replication {
 struct StreamStatus {
   uint64_t first_slot = 0, next_slot = 0, committed_slot = 0;
   LogKey committed_key{}, replayed_key{};
+  // This member applied everything of the stream up to G (a leader: always;
+  // a follower whose next item in it is above G). Metrics: its lag is 0.
+  bool through_watermark = false;
 };
 struct ReplicaStatus {
   uint32_t id = 0;
@@ -20,6 +23,10 @@ struct ReplicaStatus {
   uint64_t epoch = 0;           // the epoch this member is in (its leader's)
   uint64_t promised_epoch = 0;
   LogKey watermark{};           // G as this member knows it
+  // CLOCK_MONOTONIC of this host at which the leader's clock read G's ts:
+  // exact on the leader, estimated on a follower from the accepts it took
+  // (docs/operations.md, "Metrics"); 0 when unknown.
+  int64_t watermark_mono_ns = 0;
   LogKey replayed{};
   uint32_t leader_id = 0;
   std::string leader_address;

@@ -209,10 +209,21 @@ server::Replicator::TransferCounts PaxosReplicator::transfer_counts() const {
   return {.completed = st.state_transfers, .leader_snapshots = st.leader_snapshots};
 }
 
-std::vector<uint64_t> PaxosReplicator::stream_committed_ts() const {
-  ReplicaStatus st = replica_->GetStatus();
-  std::vector<uint64_t> out;
-  for (const auto& s : st.streams) out.push_back(s.committed_key.ts);
+server::Replicator::ReplicationLag PaxosReplicator::replication_lag() const {
+  const ReplicaStatus st = replica_->GetStatus();
+  ReplicationLag out;
+  out.watermark_mono_ns = st.watermark_mono_ns;
+  const LogKey g = st.watermark;
+  for (const StreamStatus& s : st.streams) {
+    double lag = -1;  // G or the replayed key is of another epoch: ts do not compare
+    if (s.through_watermark) {
+      lag = 0;
+    } else if (g.epoch != 0 && s.replayed_key.epoch == g.epoch) {
+      // ts = (ticks << 8) | worker (docs/architecture.md, the commit protocol)
+      lag = s.replayed_key.ts >= g.ts ? 0 : static_cast<double>((g.ts >> 8) - (s.replayed_key.ts >> 8)) / 1e9;
+    }
+    out.stream_lag_seconds.push_back(lag);
+  }
   return out;
 }
 

@@ -63,7 +63,7 @@ class PaxosReplicator final : public server::Replicator {
   bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) override;
   uint64_t ReadFence() const override { return replica_->ReadFence(); }
   uint64_t watermark_ts() const override;
-  std::vector<uint64_t> stream_committed_ts() const override;
+  ReplicationLag replication_lag() const override;
   uint64_t flow_control_wait_nanos() const override { return replica_->flow_control_wait_nanos(); }
   size_t accept_stream_connections() const override { return transport_->accept_stream_connections(); }
   TransferCounts transfer_counts() const override;

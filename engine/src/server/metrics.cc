@@ -1,10 +1,13 @@
 #include "server/metrics.h"
 
 #include <prometheus/text_serializer.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -189,9 +192,6 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
 
   out.push_back(OneGauge("rolis_open_txns", "Open interactive transactions.", static_cast<double>(g.open_txns)));
 
-  out.push_back(OneGauge("rolis_memory_bytes",
-                         "Resident set size of the process.",
-                         static_cast<double>(g.memory_bytes)));
 
   auto role = Family("rolis_role", "1 for the role this member is in, 0 for the others.", MetricType::Gauge);
   for (const char* r : kRoles) role.metric.push_back(Gauge(g.role == r ? 1.0 : 0.0, {{"role", r}}));
@@ -199,17 +199,22 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
 
   out.push_back(OneGauge("rolis_epoch", "Replication epoch this member is in.", static_cast<double>(g.epoch)));
 
-  out.push_back(OneGauge("rolis_watermark_ts",
-                         "Commit watermark G (timestamp part of the key).",
-                         static_cast<double>(g.watermark_ts)));
+  // No sample while unknown, so that time() - it never reads as 56 years.
+  auto watermark = Family("rolis_watermark_timestamp_seconds",
+                          "When the leader's clock read the commit watermark G this member knows, in Unix seconds "
+                          "(estimated on a follower). Absent until this member knows a G of its epoch.",
+                          MetricType::Gauge);
+  if (g.watermark_unix_seconds > 0) watermark.metric.push_back(Gauge(g.watermark_unix_seconds));
+  out.push_back(std::move(watermark));
 
-  auto streams = Family("rolis_stream_committed_ts",
-                        "Per worker stream: timestamp of the last committed (majority-accepted) batch.",
-                        MetricType::Gauge);
-  for (size_t s = 0; s < g.stream_committed_ts.size(); s++) {
-    streams.metric.push_back(Gauge(static_cast<double>(g.stream_committed_ts[s]), {{"stream", std::to_string(s)}}));
+  auto lag = Family("rolis_replication_lag_seconds",
+                    "Per worker stream: how far this member's replay is behind the commit watermark G it knows, in "
+                    "seconds of the leader's clock (0 on the leader). Absent while unknown (another epoch).",
+                    MetricType::Gauge);
+  for (size_t s = 0; s < g.stream_lag_seconds.size(); s++) {
+    if (g.stream_lag_seconds[s] >= 0) lag.metric.push_back(Gauge(g.stream_lag_seconds[s], {{"stream", std::to_string(s)}}));
   }
-  out.push_back(std::move(streams));
+  out.push_back(std::move(lag));
 
   out.push_back(OneCounter("rolis_replication_flow_control_wait_seconds_total",
                            "Time the workers waited for the replication log to take their batches (a majority "
@@ -247,11 +252,18 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   build.metric.push_back(Gauge(1, {{"version", version_}}));
   out.push_back(std::move(build));
 
-  auto start = Family("process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.",
-                      MetricType::Gauge);
-  start.metric.push_back(
-      Gauge(std::chrono::duration<double>(start_.time_since_epoch()).count()));
-  out.push_back(std::move(start));
+  // The standard process metrics (names of the Prometheus client libraries).
+  const ProcessStats p = ReadProcessStats();
+  out.push_back(OneCounter("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                           p.cpu_seconds));
+  out.push_back(OneGauge("process_resident_memory_bytes", "Resident memory size in bytes.",
+                         static_cast<double>(p.resident_bytes)));
+  out.push_back(OneGauge("process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                         static_cast<double>(p.virtual_bytes)));
+  out.push_back(OneGauge("process_open_fds", "Number of open file descriptors.", static_cast<double>(p.open_fds)));
+  out.push_back(OneGauge("process_max_fds", "Maximum number of open file descriptors.", static_cast<double>(p.max_fds)));
+  out.push_back(OneGauge("process_start_time_seconds", "Start time of the process since unix epoch in seconds.",
+                         std::chrono::duration<double>(start_.time_since_epoch()).count()));
   return out;
 }
 
@@ -261,14 +273,33 @@ std::string Metrics::Serialize() const {
   return out.str();
 }
 
-uint64_t ResidentBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long size = 0, resident = 0;
-  int n = std::fscanf(f, "%lu %lu", &size, &resident);
-  std::fclose(f);
-  if (n != 2) return 0;
-  return static_cast<uint64_t>(resident) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+ProcessStats ReadProcessStats() {
+  ProcessStats p;
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const double page = static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (std::ifstream stat("/proc/self/stat"); stat) {
+    std::string line;
+    std::getline(stat, line);
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    if (size_t close = line.rfind(')'); close != std::string::npos) {
+      std::istringstream rest(line.substr(close + 2));
+      std::vector<std::string> f;
+      for (std::string x; rest >> x;) f.push_back(x);
+      // proc(5): utime 14, stime 15, vsize 23, rss 24 (1-based, counting pid and comm).
+      if (f.size() > 21 && ticks > 0) {
+        p.cpu_seconds = (std::stod(f[11]) + std::stod(f[12])) / ticks;
+        p.virtual_bytes = std::stoull(f[20]);
+        p.resident_bytes = static_cast<uint64_t>(std::stod(f[21]) * page);
+      }
+    }
+  }
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    p.open_fds++;
+  }
+  if (rlimit rl{}; getrlimit(RLIMIT_NOFILE, &rl) == 0) p.max_fds = rl.rlim_cur;
+  return p;
 }
 
 }  // namespace rolis::server

@@ -65,14 +65,17 @@ enum class LatencyApi : uint8_t { kExecute, kCommit, kCount };
 struct GaugeValues {
   std::string role;  // lower case: standalone, leader, follower, candidate, catching_up
   uint64_t epoch = 0;
-  uint64_t watermark_ts = 0;
-  std::vector<uint64_t> stream_committed_ts;  // index = stream
+  // When the leader's clock read G, in Unix seconds; 0 when unknown (no G
+  // of the epoch this member is in yet). docs/operations.md, "Metrics".
+  double watermark_unix_seconds = 0;
+  // index = stream: how far this member's replay is behind G, in seconds of
+  // the leader's clock; negative when unknown (no series).
+  std::vector<double> stream_lag_seconds;
   uint64_t flow_control_wait_nanos = 0;
   size_t accept_stream_connections = 0;
   uint64_t state_transfers = 0;
   uint64_t leader_snapshots = 0;
   int64_t open_txns = 0;
-  uint64_t memory_bytes = 0;  // resident set size
   uint64_t engine_live_records = 0;
   uint64_t engine_live_versions = 0;
   uint64_t engine_epoch = 0;
@@ -125,7 +128,15 @@ class Metrics : public prometheus::Collectable {
   std::function<GaugeValues()> gauge_source_;
 };
 
-// Resident set size of this process from /proc/self/statm (0 if unknown).
-uint64_t ResidentBytes();
+// The standard process metrics (process_cpu_seconds_total, ...) from
+// /proc/self; zero where unknown.
+struct ProcessStats {
+  double cpu_seconds = 0;
+  uint64_t resident_bytes = 0;
+  uint64_t virtual_bytes = 0;
+  uint64_t open_fds = 0;
+  uint64_t max_fds = 0;
+};
+ProcessStats ReadProcessStats();
 
 }  // namespace rolis::server

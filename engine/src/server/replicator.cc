@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/clock.h"
+
 namespace rolis::server {
 
 v1::Role RoleProto(Role r) {
@@ -22,7 +24,9 @@ const grpc::Status kNotConfigured(grpc::StatusCode::UNIMPLEMENTED,
 }  // namespace
 
 StandaloneReplicator::StandaloneReplicator(Options options)
-    : options_(std::move(options)), streams_(new StreamState[std::max(1u, options_.streams)]) {
+    : options_(std::move(options)),
+      clock_base_nanos_(core::MonotonicNanos()),
+      streams_(new StreamState[std::max(1u, options_.streams)]) {
   for (size_t i = 0; i < kMaxWorkerIds; i++) stream_of_worker_[i].store(i % std::max(1u, options_.streams));
 }
 
@@ -53,9 +57,13 @@ uint64_t StandaloneReplicator::watermark_ts() const {
   return g;
 }
 
-std::vector<uint64_t> StandaloneReplicator::stream_committed_ts() const {
-  std::vector<uint64_t> out(options_.streams);
-  for (uint32_t i = 0; i < options_.streams; i++) out[i] = streams_[i].committed_ts.load();
+Replicator::ReplicationLag StandaloneReplicator::replication_lag() const {
+  ReplicationLag out;
+  // Nothing to replay on one node. A member waiting for its peers (epoch 0)
+  // has no G.
+  if (epoch() == 0) return out;
+  out.stream_lag_seconds.assign(options_.streams, 0.0);
+  if (uint64_t g = watermark_ts(); g != 0) out.watermark_mono_ns = static_cast<int64_t>(clock_base_nanos_ + (g >> 8));
   return out;
 }
 

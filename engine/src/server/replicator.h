@@ -81,9 +81,17 @@ class Replicator : public CommitHook {
   // ts (every version this member installed so far is at or below it).
   // 0: nothing to wait for (standalone).
   virtual uint64_t ReadFence() const { return 0; }
-  // For the metrics: G's ts and each stream's c[t] ts.
+  // G's ts (tests and the standalone status).
   virtual uint64_t watermark_ts() const { return 0; }
-  virtual std::vector<uint64_t> stream_committed_ts() const { return {}; }
+  // For the metrics (docs/operations.md, "Metrics"): when G was read, on
+  // this host's CLOCK_MONOTONIC (0: unknown), and per stream how far this
+  // member's replay is behind G in seconds of the leader's clock (negative:
+  // unknown, its replayed key is of another epoch).
+  struct ReplicationLag {
+    int64_t watermark_mono_ns = 0;
+    std::vector<double> stream_lag_seconds;
+  };
+  virtual ReplicationLag replication_lag() const { return {}; }
   // Total time the workers waited for the replication log to take their
   // batches (flow control); 0 when nothing replicates.
   virtual uint64_t flow_control_wait_nanos() const { return 0; }
@@ -139,7 +147,7 @@ class StandaloneReplicator final : public Replicator {
   bool AwaitWatermark(uint64_t commit_ts, WatermarkWaiter* waiter) override { return true; }
 
   uint64_t watermark_ts() const override;
-  std::vector<uint64_t> stream_committed_ts() const override;
+  ReplicationLag replication_lag() const override;
 
   void FillStatus(v1::StatusResponse* out) const override;
   grpc::Status PrepareFailover(const v1::PrepareFailoverRequest& req, v1::PrepareFailoverResponse* resp) override;
@@ -157,6 +165,9 @@ class StandaloneReplicator final : public Replicator {
   StreamState& StreamOf(WorkerId worker);
 
   Options options_;
+  // Read before the engine opens (the replicator is made first): the base of
+  // the engine's commit clock, to a few microseconds.
+  uint64_t clock_base_nanos_;
   std::unique_ptr<StreamState[]> streams_;
   std::array<std::atomic<uint32_t>, kMaxWorkerIds> stream_of_worker_{};
 };

@@ -7,7 +7,10 @@
 #include <grpcpp/security/tls_credentials_options.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <fstream>
+
+#include "core/clock.h"
 
 namespace rolis::server {
 
@@ -129,15 +132,20 @@ Status RolisServer::Start() {
     GaugeValues g;
     g.role = RoleName(replicator_->role());
     g.epoch = replicator_->epoch();
-    g.watermark_ts = replicator_->watermark_ts();
-    g.stream_committed_ts = replicator_->stream_committed_ts();
+    Replicator::ReplicationLag lag = replicator_->replication_lag();
+    g.stream_lag_seconds = std::move(lag.stream_lag_seconds);
+    if (lag.watermark_mono_ns != 0) {
+      // G's age on this host's monotonic clock, taken from the wall clock now.
+      const double age = static_cast<double>(static_cast<int64_t>(core::MonotonicNanos()) - lag.watermark_mono_ns) / 1e9;
+      g.watermark_unix_seconds =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - age;
+    }
     g.flow_control_wait_nanos = replicator_->flow_control_wait_nanos();
     g.accept_stream_connections = replicator_->accept_stream_connections();
     Replicator::TransferCounts transfers = replicator_->transfer_counts();
     g.state_transfers = transfers.completed;
     g.leader_snapshots = transfers.leader_snapshots;
     g.open_txns = node_->open_txns();
-    g.memory_bytes = ResidentBytes();
     DatabaseStats st = db_->Stats();
     g.engine_live_records = st.live_records;
     g.engine_live_versions = st.live_versions;

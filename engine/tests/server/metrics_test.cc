@@ -41,13 +41,12 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
     GaugeValues g;
     g.role = "standalone";
     g.epoch = 1;
-    g.watermark_ts = 42;
-    g.stream_committed_ts = {40, 42};
+    g.watermark_unix_seconds = 1.7e9;
+    g.stream_lag_seconds = {0.25, -1, 0};
     g.flow_control_wait_nanos = 1'500'000'000;
     g.state_transfers = 2;
     g.leader_snapshots = 1;
     g.open_txns = 3;
-    g.memory_bytes = 1 << 20;
     return g;
   });
   m.CountCommit();
@@ -65,8 +64,10 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
            "rolis_txn_latency_seconds_count{api=\"execute\"} 2", "rolis_txn_latency_seconds_count{api=\"commit\"} 0",
            "rolis_requests_total{code=\"INVALID_ARGUMENT\",method=\"Put\"} 1",
            "rolis_requests_total{code=\"OK\",method=\"Execute\"} 0", "rolis_inflight_txns 0", "rolis_open_txns 3",
-           "rolis_memory_bytes 1048576", "rolis_role{role=\"standalone\"} 1", "rolis_role{role=\"leader\"} 0",
-           "rolis_epoch 1", "rolis_watermark_ts 42", "rolis_stream_committed_ts{stream=\"1\"} 42",
+           "rolis_role{role=\"standalone\"} 1", "rolis_role{role=\"leader\"} 0",
+           "rolis_epoch 1", "rolis_watermark_timestamp_seconds 1700000000",
+           "rolis_replication_lag_seconds{stream=\"0\"} 0.25", "rolis_replication_lag_seconds{stream=\"2\"} 0",
+           "# TYPE process_cpu_seconds_total counter", "process_resident_memory_bytes", "process_open_fds",
            "# TYPE rolis_replication_flow_control_wait_seconds_total counter",
            "rolis_replication_flow_control_wait_seconds_total 1.5",
            "# TYPE rolis_replication_state_transfers_total counter", "rolis_replication_state_transfers_total 2",
@@ -74,9 +75,26 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
            "rolis_build_info{version=\"1.2.3\"} 1", "process_start_time_seconds"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
+  // An unknown lag has no sample; no metric duplicates a process_ one.
+  EXPECT_EQ(text.find("rolis_replication_lag_seconds{stream=\"1\"}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rolis_memory_bytes"), std::string::npos) << text;
 }
 
-TEST(MetricsTest, ResidentBytesIsPositive) { EXPECT_GT(ResidentBytes(), 0u); }
+TEST(MetricsTest, UnknownWatermarkHasNoSample) {
+  Metrics m("1.2.3");
+  m.SetGaugeSource([] { return GaugeValues{}; });
+  std::string text = m.Serialize();
+  EXPECT_EQ(text.find("\nrolis_watermark_timestamp_seconds "), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE rolis_watermark_timestamp_seconds gauge"), std::string::npos) << text;
+}
+
+TEST(MetricsTest, ProcessStatsAreRead) {
+  ProcessStats p = ReadProcessStats();
+  EXPECT_GT(p.resident_bytes, 0u);
+  EXPECT_GE(p.virtual_bytes, p.resident_bytes);
+  EXPECT_GT(p.open_fds, 2u);  // stdin, stdout, stderr at least
+  EXPECT_GE(p.max_fds, p.open_fds);
+}
 
 TEST(LoggingTest, JsonEscapeKeepsLinesValid) {
   EXPECT_EQ(JsonEscape("a\"b\\c\nd\x01"), "a\\\"b\\\\c\\nd\\u0001");

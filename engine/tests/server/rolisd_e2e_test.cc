@@ -316,8 +316,9 @@ TEST_F(RolisdTest, ServesTheClientAdminHealthAndMetricsApisAndStopsCleanlyOnSigt
   ASSERT_EQ(HttpGet(metrics_port_, "/metrics", &body), 200);
   for (const char* want : {"rolis_commits_total ", "rolis_aborts_total{reason=\"conflict\"} ",
                            "rolis_aborts_total{reason=\"expired\"} 1", "rolis_txn_latency_seconds_bucket",
-                           "rolis_inflight_txns", "rolis_open_txns 0", "rolis_memory_bytes", "rolis_role{role=\"standalone\"} 1",
-                           "rolis_epoch 1", "rolis_watermark_ts", "rolis_stream_committed_ts{stream=\"1\"}",
+                           "rolis_inflight_txns", "rolis_open_txns 0", "process_resident_memory_bytes", "rolis_role{role=\"standalone\"} 1",
+                           "rolis_epoch 1", "rolis_watermark_timestamp_seconds 1",
+                           "rolis_replication_lag_seconds{stream=\"1\"} 0",
                            "rolis_requests_total{code=\"INVALID_ARGUMENT\",method=\"Execute\"} 1",
                            "rolis_requests_total{code=\"NOT_FOUND\",method=\"Put\"} 1"}) {
     EXPECT_NE(body.find(want), std::string::npos) << want;
