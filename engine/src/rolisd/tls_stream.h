@@ -13,8 +13,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "accept_stream.h"
 
@@ -23,6 +25,11 @@ namespace rolis::replication {
 struct TlsFiles {
   std::string cert, key, ca;
   std::chrono::seconds refresh{60};
+  // The accepting side's check of a verified peer certificate, from its URI
+  // SANs and subject (RFC 2253): false with the reason in *why closes the
+  // connection after the handshake. Empty: any certificate the CA signed.
+  std::function<bool(const std::vector<std::string>& uri_sans, const std::string& subject, std::string* why)>
+      authorize_peer;
 };
 
 // False with the reason in *error when the files do not make a context

@@ -55,7 +55,10 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const ServerConfi
 }
 
 RolisServer::RolisServer(ServerConfig config, OpenDatabase open, MakeReplicator make_replicator)
-    : config_(std::move(config)), open_(std::move(open)), make_replicator_(std::move(make_replicator)) {}
+    : config_(std::move(config)),
+      open_(std::move(open)),
+      make_replicator_(std::move(make_replicator)),
+      authz_(Authorizer::FromConfig(config_)) {}
 
 RolisServer::~RolisServer() {
   Shutdown(std::chrono::milliseconds(0));
@@ -152,8 +155,8 @@ Status RolisServer::Start() {
 
   grpc::EnableDefaultHealthCheckService(true);
   client_service_ = std::make_unique<ClientService>(node_.get(), replicator_.get(), metrics_.get(),
-                                                    config_.max_stream_inflight);
-  admin_service_ = std::make_unique<AdminService>(node_.get(), replicator_.get(), metrics_.get(), Version());
+                                                    config_.max_stream_inflight, &authz_);
+  admin_service_ = std::make_unique<AdminService>(node_.get(), replicator_.get(), metrics_.get(), Version(), &authz_);
 
   {
     grpc::ServerBuilder b;
