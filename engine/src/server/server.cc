@@ -204,8 +204,16 @@ Status RolisServer::Start() {
     return true;
   };
   http_ = std::make_unique<HttpServer>(h);
-  s = http_->Start(config_.metrics_listen);
+  HttpsFiles metrics_tls{config_.tls_cert, config_.tls_key, config_.tls_refresh_interval};
+  s = http_->Start(config_.metrics_listen, config_.metrics_tls ? &metrics_tls : nullptr);
   if (!s.ok()) return s;
+  if (!config_.tls_cert.empty()) {
+    spdlog::info("TLS: client and admin ports {}; authorization by certificate identity {}{}; metrics port {}",
+                 config_.tls_ca.empty() ? "server-authenticated" : "mutual (client certificates verified)",
+                 config_.tls_authorize ? "on" : "off",
+                 config_.tls_trust_domain.empty() ? "" : " (trust domain " + config_.tls_trust_domain + ")",
+                 config_.metrics_tls ? "HTTPS" : "plain HTTP");
+  }
 
   serving_.store(true);
   for (auto* server : {client_server_.get(), admin_server_.get()}) {
