@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // Setting: member 3 runs without an accept stream (--accept-stream-port=-1),
