@@ -197,7 +197,7 @@ void PeerNames(SSL* ssl, std::vector<std::string>* uris, std::string* subject) {
 // The socket made non-blocking and wrapped, after a handshake; null with the
 // reason in *error (the socket then closed).
 std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const std::string& peer_host,
-                                 const TlsFiles& files, std::string* error) {
+                                 const PeerCheck& authorize_peer, std::string* error) {
   TuneSocket(fd);
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   CtxPtr ctx = cache.Get(error);
@@ -224,12 +224,12 @@ std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const
     if (!literal) SSL_set_tlsext_host_name(ssl, peer_host.c_str());
   }
   if (!stream->Handshake(server, std::chrono::milliseconds(5000), error)) return nullptr;
-  if (server && files.authorize_peer) {
+  if (server && authorize_peer) {
     std::vector<std::string> uris;
     std::string subject;
     PeerNames(ssl, &uris, &subject);
     std::string why;
-    if (!files.authorize_peer(uris, subject, &why)) {
+    if (!authorize_peer(uris, subject, &why)) {
       *error = why;
       return nullptr;
     }
@@ -239,13 +239,15 @@ std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const
 
 }  // namespace
 
-bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error) {
+bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error, PeerCheck authorize_peer) {
   auto server = std::make_shared<ContextCache>(files, true);
   auto client = std::make_shared<ContextCache>(files, false);
   if (!server->Get(error) || !client->Get(error)) return false;
-  out->server = [server, files](int fd, std::string* error) { return Wrap(*server, fd, true, "", files, error); };
-  out->client = [client, files](int fd, const std::string& host, std::string* error) {
-    return Wrap(*client, fd, false, host, files, error);
+  out->server = [server, authorize_peer](int fd, std::string* error) {
+    return Wrap(*server, fd, true, "", authorize_peer, error);
+  };
+  out->client = [client](int fd, const std::string& host, std::string* error) {
+    return Wrap(*client, fd, false, host, nullptr, error);
   };
   return true;
 }

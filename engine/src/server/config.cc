@@ -206,7 +206,8 @@ std::string ServerConfig::Summary() const {
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
-      "tls_authorize={} tls_trust_domain={} metrics_tls={} tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
+      "tls_authorize={} tls_trust_domain={} metrics_tls={} tls_refresh_interval={}s shutdown_grace={} "
+      "log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
       election == Election::kNone ? "none" : "builtin",
       decider == Decider::kOperator ? "operator" : "control-stream", DurabilityName(durability),

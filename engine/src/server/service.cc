@@ -278,6 +278,12 @@ grpc::Status AdminService::Authorize(grpc::CallbackServerContext* ctx, Method me
   return authz_->Check(*ctx, method == Method::kStatus ? Access::kAdminStatus : Access::kAdmin, RpcName(method));
 }
 
+template <typename Fn>
+grpc::ServerUnaryReactor* AdminService::Authorized(grpc::CallbackServerContext* ctx, Method method, Fn&& call) {
+  grpc::Status st = Authorize(ctx, method);
+  return Reply(ctx, method, st.ok() ? call() : st);
+}
+
 void AdminService::FillStatus(v1::StatusResponse* resp) const {
   replicator_->FillStatus(resp);
   resp->set_healthy(!node_->draining());
@@ -299,34 +305,29 @@ grpc::ServerUnaryReactor* AdminService::Status(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* AdminService::PrepareFailover(grpc::CallbackServerContext* ctx,
                                                         const v1::PrepareFailoverRequest* req,
                                                         v1::PrepareFailoverResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, Method::kPrepareFailover); !st.ok()) return Reply(ctx, Method::kPrepareFailover, st);
-  return Reply(ctx, Method::kPrepareFailover, replicator_->PrepareFailover(*req, resp));
+  return Authorized(ctx, Method::kPrepareFailover, [&] { return replicator_->PrepareFailover(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::DecideEpoch(grpc::CallbackServerContext* ctx,
                                                     const v1::DecideEpochRequest* req, v1::DecideEpochResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, Method::kDecideEpoch); !st.ok()) return Reply(ctx, Method::kDecideEpoch, st);
-  return Reply(ctx, Method::kDecideEpoch, replicator_->DecideEpoch(*req, resp));
+  return Authorized(ctx, Method::kDecideEpoch, [&] { return replicator_->DecideEpoch(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::OpenEpoch(grpc::CallbackServerContext* ctx, const v1::OpenEpochRequest* req,
                                                   v1::OpenEpochResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, Method::kOpenEpoch); !st.ok()) return Reply(ctx, Method::kOpenEpoch, st);
-  return Reply(ctx, Method::kOpenEpoch, replicator_->OpenEpoch(*req, resp));
+  return Authorized(ctx, Method::kOpenEpoch, [&] { return replicator_->OpenEpoch(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::AnnounceLeader(grpc::CallbackServerContext* ctx,
                                                        const v1::AnnounceLeaderRequest* req,
                                                        v1::AnnounceLeaderResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, Method::kAnnounceLeader); !st.ok()) return Reply(ctx, Method::kAnnounceLeader, st);
-  return Reply(ctx, Method::kAnnounceLeader, replicator_->AnnounceLeader(*req, resp));
+  return Authorized(ctx, Method::kAnnounceLeader, [&] { return replicator_->AnnounceLeader(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::ChangeMembership(grpc::CallbackServerContext* ctx,
                                                          const v1::ChangeMembershipRequest* req,
                                                          v1::ChangeMembershipResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, Method::kChangeMembership); !st.ok()) return Reply(ctx, Method::kChangeMembership, st);
-  return Reply(ctx, Method::kChangeMembership, replicator_->ChangeMembership(*req, resp));
+  return Authorized(ctx, Method::kChangeMembership, [&] { return replicator_->ChangeMembership(*req, resp); });
 }
 
 }  // namespace rolis::server

@@ -135,6 +135,9 @@ class AdminService final : public v1::Admin::CallbackService {
   grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, Method method, const grpc::Status& st);
   // Not OK: the caller may not make `method`.
   grpc::Status Authorize(grpc::CallbackServerContext* ctx, Method method) const;
+  // Replies with call()'s status, or the refusal without calling it.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* Authorized(grpc::CallbackServerContext* ctx, Method method, Fn&& call);
 
   const Authorizer* authz_;
   Node* node_;
