@@ -151,7 +151,10 @@ void HttpsListener::ServeConnection(int fd) {
     if (SSL_accept(ssl) == 1) {
       std::string req;
       char buf[1024];
-      while (req.find("\r\n\r\n") == std::string::npos && req.size() < kMaxRequestBytes) {
+      // The whole request within the time, however slowly it trickles in.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kTimeoutSeconds);
+      while (req.find("\r\n\r\n") == std::string::npos && req.size() < kMaxRequestBytes &&
+             std::chrono::steady_clock::now() < deadline) {
         const int n = SSL_read(ssl, buf, sizeof(buf));
         if (n <= 0) break;
         req.append(buf, static_cast<size_t>(n));
