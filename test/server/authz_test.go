@@ -159,6 +159,30 @@ func TestAuthz_EachKindCallsWhatItMayAndIsRefusedTheRest(t *testing.T) {
 	if codesBySeq[1] != codes.OK || codesBySeq[2] != codes.PermissionDenied {
 		t.Errorf("client-readonly ExecuteStream: GET %v, PUT %v; want OK, PermissionDenied", codesBySeq[1], codesBySeq[2])
 	}
+	batch, err := readonly.rolis.ExecuteBatchStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, p := get("k"), put("k", "ro-batch")
+	g.Seq, p.Seq = 1, 2
+	if err := batch.Send(&rolisv1.ExecuteBatchRequest{Requests: []*rolisv1.ExecuteRequest{g, p}}); err != nil {
+		t.Fatal(err)
+	}
+	codesBySeq = map[uint64]codes.Code{}
+	for len(codesBySeq) < 2 {
+		reply, err := batch.Recv()
+		if err != nil {
+			t.Fatalf("client-readonly ExecuteBatchStream: %v", err)
+		}
+		for _, resp := range reply.GetResponses() {
+			codesBySeq[resp.GetSeq()] = codes.Code(resp.GetErrorCode())
+		}
+	}
+	_ = batch.CloseSend()
+	if codesBySeq[1] != codes.OK || codesBySeq[2] != codes.PermissionDenied {
+		t.Errorf("client-readonly ExecuteBatchStream: GET %v, PUT %v; want OK, PermissionDenied", codesBySeq[1],
+			codesBySeq[2])
+	}
 
 	// A member certificate may not use the client API, on any method.
 	_, err = member.rolis.Execute(ctx, get("k"))
