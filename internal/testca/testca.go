@@ -1,7 +1,8 @@
 // Package testca makes certificate authorities and certificates for tests
 // that run real processes over TLS: a CA per test, and member certificates
 // that serve and authenticate as a client (as cert-manager issues the
-// members' certificate), valid for 127.0.0.1 and localhost.
+// members' certificate), valid for 127.0.0.1 and localhost, with the
+// identities rolisd authorizes by (docs/operations.md, "Security model").
 package testca
 
 import (
@@ -14,6 +15,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -69,6 +71,13 @@ func (ca *CA) Pool() *x509.CertPool {
 	return p
 }
 
+// TrustDomain is the trust domain of the identities the helpers issue.
+const TrustDomain = "rolis.test.local"
+
+// ID is the identity URI spiffe://TrustDomain/path (path: "member",
+// "operator", "client/app", "client-readonly/app").
+func ID(path string) string { return "spiffe://" + TrustDomain + "/" + path }
+
 // Spec says what a certificate is for.
 type Spec struct {
 	Name     string // common name, and the files' base name
@@ -76,6 +85,9 @@ type Spec struct {
 	Usages   []x509.ExtKeyUsage
 	DNSNames []string
 	IPs      []net.IP
+	URIs     []string // URI SANs (identities)
+	// The validity; zero: from an hour ago to 48 hours from now.
+	NotBefore, NotAfter time.Time
 }
 
 // Loopback is a certificate named name for 127.0.0.1 and localhost.
@@ -83,16 +95,34 @@ func Loopback(name string, usages ...x509.ExtKeyUsage) Spec {
 	return Spec{Name: name, Usages: usages, DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}}
 }
 
-// Member issues a certificate with server and client usages for
-// 127.0.0.1 and localhost, written as name.crt and name.key.
+// Member issues a member certificate (identity ID("member")) with server
+// and client usages for 127.0.0.1 and localhost, written as name.crt and
+// name.key.
 func (ca *CA) Member(t testing.TB, name string) Pair {
-	return ca.Issue(t, Loopback(name, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth))
+	spec := Loopback(name, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	spec.URIs = []string{ID("member")}
+	return ca.Issue(t, spec)
 }
 
-// ClientConfig is a TLS configuration that trusts the CA and presents a
-// certificate it issued (for clients of a cluster run with mutual TLS).
+// Client issues a client-usage certificate named name with the identity
+// ID(path) ("" : none, a legacy certificate).
+func (ca *CA) Client(t testing.TB, name, path string) Pair {
+	spec := Spec{Name: name, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if path != "" {
+		spec.URIs = []string{ID(path)}
+	}
+	return ca.Issue(t, spec)
+}
+
+// ClientConfig is a TLS configuration that trusts the CA and presents an
+// operator certificate it issued: test harnesses both drive failovers
+// (Admin) and run workloads (Rolis), as the operator may.
 func (ca *CA) ClientConfig(t testing.TB) *tls.Config {
-	p := ca.Issue(t, Spec{Name: "client", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return ca.TLSConfig(ca.Client(t, "client", "operator"))
+}
+
+// TLSConfig trusts the CA and presents p.
+func (ca *CA) TLSConfig(p Pair) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(), Certificates: []tls.Certificate{p.TLS}}
 }
 
@@ -120,11 +150,26 @@ func (ca *CA) IssuePEM(t testing.TB, spec Spec) (certPEM, keyPEM []byte) {
 		serial = ca.serial.Add(1)
 	}
 	key := mustKey(t)
+	var uris []*url.URL
+	for _, u := range spec.URIs {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			t.Fatalf("URI SAN %q: %v", u, err)
+		}
+		uris = append(uris, parsed)
+	}
+	notBefore, notAfter := spec.NotBefore, spec.NotAfter
+	if notBefore.IsZero() {
+		notBefore = time.Now().Add(-time.Hour)
+	}
+	if notAfter.IsZero() {
+		notAfter = time.Now().Add(48 * time.Hour)
+	}
 	leaf := &x509.Certificate{
 		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: spec.Name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(48 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: spec.Usages,
-		IPAddresses: spec.IPs, DNSNames: spec.DNSNames,
+		IPAddresses: spec.IPs, DNSNames: spec.DNSNames, URIs: uris,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, leaf, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {

@@ -595,7 +595,7 @@ func (m *Member) probe(ctx context.Context) error {
 			return err
 		}
 	}
-	code, _, err := HTTPGet(pctx, m.MetricsAddr, "/healthz")
+	code, _, err := m.MetricsGet(pctx, "/healthz")
 	if err != nil {
 		return err
 	}
@@ -630,13 +630,53 @@ func HealthCheck(ctx context.Context, addr string, tlsCfg *tls.Config) error {
 	return nil
 }
 
+// MetricsTLS says whether the member serves its metrics port over HTTPS:
+// with --tls-cert unless --metrics-tls=off (rolisd's --metrics-tls=auto).
+func (m *Member) MetricsTLS() bool {
+	cert, mode := false, "auto"
+	for _, a := range m.Args() {
+		if strings.HasPrefix(a, "--tls-cert=") {
+			cert = true
+		}
+		if v, ok := strings.CutPrefix(a, "--metrics-tls="); ok {
+			mode = v
+		}
+	}
+	return mode == "on" || (mode == "auto" && cert)
+}
+
+// MetricsGet fetches path from the member's metrics port: over HTTPS,
+// verified against ProbeTLS's roots (no client certificate), when the
+// member serves it so; else plain HTTP.
+func (m *Member) MetricsGet(ctx context.Context, path string) (int, []byte, error) {
+	if !m.MetricsTLS() {
+		return HTTPGet(ctx, m.MetricsAddr, path)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if m.c.opts.ProbeTLS != nil {
+		cfg.RootCAs = m.c.opts.ProbeTLS.RootCAs
+	}
+	return HTTPSGet(ctx, m.MetricsAddr, path, cfg)
+}
+
 // HTTPGet fetches http://addr+path and returns the status code and body.
 func HTTPGet(ctx context.Context, addr, path string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	return httpGet(ctx, http.DefaultClient, "http://"+addr+path)
+}
+
+// HTTPSGet fetches https://addr+path with the TLS configuration cfg.
+func HTTPSGet(ctx context.Context, addr, path string, cfg *tls.Config) (int, []byte, error) {
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+	defer c.CloseIdleConnections()
+	return httpGet(ctx, c, "https://"+addr+path)
+}
+
+func httpGet(ctx context.Context, c *http.Client, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

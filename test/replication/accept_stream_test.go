@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rolisdb/rolis/internal/testserver"
 )
 
 // Setting: member 3 runs without an accept stream (--accept-stream-port=-1),
@@ -89,7 +87,7 @@ func metricValue(t *testing.T, cl *cluster, member int, metric string) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	code, body, err := testserver.HTTPGet(ctx, cl.member(member).MetricsAddr, "/metrics")
+	code, body, err := cl.member(member).MetricsGet(ctx, "/metrics")
 	if err != nil || code != 200 {
 		return -1
 	}

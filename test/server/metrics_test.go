@@ -20,7 +20,7 @@ func scrape(t testing.TB, m *testserver.Member) map[string]*dto.MetricFamily {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	code, body, err := testserver.HTTPGet(ctx, m.MetricsAddr, "/metrics")
+	code, body, err := m.MetricsGet(ctx, "/metrics")
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("GET /metrics: %d %v", code, err)
 	}

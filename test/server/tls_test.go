@@ -13,10 +13,12 @@ import (
 )
 
 // issue writes a server certificate (127.0.0.1, localhost) or a client
-// certificate of the given serial as NAME.crt and NAME.key in ca's dir.
+// certificate (identity client/NAME) of the given serial as NAME.crt and
+// NAME.key in ca's dir.
 func issue(t *testing.T, ca *testca.CA, name string, serial int64, server bool) (certFile, keyFile string) {
 	t.Helper()
-	spec := testca.Spec{Name: name, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	spec := testca.Spec{Name: name, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		URIs: []string{testca.ID("client/" + name)}}
 	if server {
 		spec = testca.Loopback(name, x509.ExtKeyUsageServerAuth)
 	}
@@ -82,15 +84,38 @@ func TestTLS_ClientTrustingTheCAIsServed_WrongCAAndPlaintextAreRefused(t *testin
 	}
 	mustPut(t, good, "after", "refusals") // still serving
 
-	// The metrics port stays plain HTTP under TLS (docs/operations.md, TLS:
-	// Prometheus scrapes it inside the cluster; it carries no data and no
-	// control). Checked so that a change of it is a decision, not an accident.
+	// The metrics port serves HTTPS with the same certificate under TLS
+	// (--metrics-tls=auto; docs/operations.md, "Security model"), without a
+	// client certificate (kubelet probes and Prometheus present none), and
+	// no plain HTTP.
 	fams := scrape(t, m)
 	if _, ok := fams["rolis_commits_total"]; !ok {
-		t.Error("plain-HTTP /metrics of a TLS server lacks rolis_commits_total")
+		t.Error("HTTPS /metrics of a TLS server lacks rolis_commits_total")
 	}
-	if _, err := servedSerial(t, m.MetricsAddr, &tls.Config{RootCAs: ca.Pool()}); err == nil {
-		t.Error("the metrics port answered a TLS handshake; update docs/operations.md (TLS) if this is intended")
+	if s, err := servedSerial(t, m.MetricsAddr, &tls.Config{RootCAs: ca.Pool()}); err != nil || s != 10 {
+		t.Errorf("the metrics port's TLS handshake: serial %d, %v; want the server certificate (10)", s, err)
+	}
+	if _, _, err := testserver.HTTPGet(ctxFor(t, 10*time.Second), m.MetricsAddr, "/healthz"); err == nil {
+		t.Error("the metrics port of a TLS server answered plain HTTP")
+	}
+	if _, _, err := testserver.HTTPSGet(ctxFor(t, 10*time.Second), m.MetricsAddr, "/healthz",
+		&tls.Config{RootCAs: other.Pool()}); err == nil {
+		t.Error("the metrics port's certificate verified against another CA")
+	}
+}
+
+// --metrics-tls=off keeps the metrics port plain HTTP under TLS.
+func TestTLS_MetricsTLSOffServesPlainHTTP(t *testing.T) {
+	ca := testca.New(t, "right")
+	cert, key := issue(t, ca, "server", 10, true)
+	c := testserver.Start(t, testserver.Options{
+		Args:     []string{"--tls-cert=" + cert, "--tls-key=" + key, "--metrics-tls=off"},
+		ProbeTLS: &tls.Config{RootCAs: ca.Pool()},
+	})
+	m := c.Member(1)
+	if code, _, err := testserver.HTTPGet(ctxFor(t, 10*time.Second), m.MetricsAddr, "/readyz"); err != nil ||
+		code != 200 {
+		t.Fatalf("plain HTTP /readyz with --metrics-tls=off: %d %v", code, err)
 	}
 }
 

@@ -341,8 +341,9 @@ GrpcTransport::Served GrpcTransport::ServeAccept(v1::AcceptRequest&& req, v1::Ac
   return Served::kReply;
 }
 
-grpc::Status ReplicationService::Promise(grpc::ServerContext*, const v1::PromiseRequest* req,
+grpc::Status ReplicationService::Promise(grpc::ServerContext* ctx, const v1::PromiseRequest* req,
                                          v1::PromiseResponse* resp) {
+  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Promise"); !st.ok()) return st;
   ReplicaHandler* h = t_->handler();
   if (!h) return kNotReady;
   if (t_->Dropped(req->candidate_id())) return kDropped;
@@ -353,6 +354,7 @@ grpc::Status ReplicationService::Promise(grpc::ServerContext*, const v1::Promise
 
 grpc::Status ReplicationService::Replicate(grpc::ServerContext* ctx,
                                            grpc::ServerReaderWriter<v1::AcceptResponse, v1::AcceptRequest>* stream) {
+  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Replicate"); !st.ok()) return st;
   v1::AcceptRequest req;
   v1::AcceptResponse resp;
   while (stream->Read(&req)) {
@@ -366,8 +368,9 @@ grpc::Status ReplicationService::Replicate(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status ReplicationService::Snapshot(grpc::ServerContext*, const v1::SnapshotRequest* req,
+grpc::Status ReplicationService::Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest* req,
                                           grpc::ServerWriter<v1::SnapshotChunk>* writer) {
+  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Snapshot"); !st.ok()) return st;
   ReplicaHandler* h = t_->handler();
   if (!h) return kNotReady;
   if (t_->Dropped(req->member_id())) return kDropped;
@@ -402,8 +405,9 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext*, const v1::Snapsh
   return grpc::Status::OK;
 }
 
-grpc::Status ReplicationService::Control(grpc::ServerContext*, const v1::ControlRequest* req,
+grpc::Status ReplicationService::Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
                                          v1::ControlResponse* resp) {
+  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Control"); !st.ok()) return st;
   ReplicaHandler* h = t_->handler();
   if (!h) return kNotReady;
   if (t_->Dropped(req->from())) return kDropped;
@@ -414,7 +418,9 @@ grpc::Status ReplicationService::Control(grpc::ServerContext*, const v1::Control
   return grpc::Status::OK;
 }
 
-grpc::Status ReplicationService::Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) {
+grpc::Status ReplicationService::Hello(grpc::ServerContext* ctx, const v1::HelloRequest* req,
+                                       v1::HelloResponse* resp) {
+  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Hello"); !st.ok()) return st;
   if (t_->Dropped(req->self().id())) return kDropped;
   *resp->mutable_self() = hello_(req->self());
   return grpc::Status::OK;

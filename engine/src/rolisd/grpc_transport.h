@@ -29,6 +29,7 @@
 
 #include "rolis/v1/replication.grpc.pb.h"
 #include "accept_stream.h"
+#include "server/authz.h"
 #include "replication/transport.h"
 
 namespace rolis::replication {
@@ -127,9 +128,11 @@ class GrpcTransport final : public Transport {
 // The Replication service (receiving side) over a ReplicaHandler.
 class ReplicationService final : public v1::Replication::Service {
  public:
-  // `hello` answers Hello and learns the caller's addresses.
-  ReplicationService(GrpcTransport* transport, std::function<v1::Member(const v1::Member& caller)> hello)
-      : t_(transport), hello_(std::move(hello)) {}
+  // `hello` answers Hello and learns the caller's addresses. Every call
+  // needs a member's certificate when `authz` is enabled (authz.h).
+  ReplicationService(GrpcTransport* transport, std::function<v1::Member(const v1::Member& caller)> hello,
+                     server::Authorizer authz = {})
+      : t_(transport), hello_(std::move(hello)), authz_(std::move(authz)) {}
 
   grpc::Status Promise(grpc::ServerContext*, const v1::PromiseRequest* req, v1::PromiseResponse* resp) override;
   grpc::Status Replicate(grpc::ServerContext*,
@@ -140,8 +143,14 @@ class ReplicationService final : public v1::Replication::Service {
   grpc::Status Hello(grpc::ServerContext*, const v1::HelloRequest* req, v1::HelloResponse* resp) override;
 
  private:
+  // Not OK: the caller is not a member.
+  grpc::Status Authorize(grpc::ServerContext* ctx, const char* method) const {
+    return authz_.Check(*ctx, server::Access::kReplication, method);
+  }
+
   GrpcTransport* t_;
   std::function<v1::Member(const v1::Member&)> hello_;
+  server::Authorizer authz_;
 };
 
 }  // namespace rolis::replication

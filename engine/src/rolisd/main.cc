@@ -66,8 +66,9 @@ int main(int argc, char** argv) {
     server.Shutdown(std::chrono::milliseconds(0));
     return 1;
   }
-  spdlog::info("serving: client {} (port {}), admin {} (port {}), metrics http {} (port {}), role {}, {} workers",
-               config.listen, server.client_port(), config.admin_listen, server.admin_port(), config.metrics_listen,
+  spdlog::info("serving: client {} (port {}), admin {} (port {}), metrics {} {} (port {}), role {}, {} workers",
+               config.listen, server.client_port(), config.admin_listen, server.admin_port(),
+               config.metrics_tls ? "https" : "http", config.metrics_listen,
                server.metrics_port(), config.replicated() ? "replicated member" : "standalone",
                server.node()->workers());
 

@@ -102,7 +102,8 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   };
   clock.ceiling = [before] { return ((MonotonicNanos() - before + 2) << 8) | 0xFF; };
   replica_ = std::make_unique<Replica>(ro, transport_.get(), clock);
-  service_ = std::make_unique<ReplicationService>(transport_.get(), [this](const v1::Member& m) { return OnHello(m); });
+  service_ = std::make_unique<ReplicationService>(
+      transport_.get(), [this](const v1::Member& m) { return OnHello(m); }, server::Authorizer::FromConfig(c));
 }
 
 PaxosReplicator::~PaxosReplicator() { Stop(); }

@@ -37,8 +37,20 @@ bool MakePeerCredentials(const server::ServerConfig& c, PeerCredentials* out, st
   }
   // The accept stream's mutual TLS, from the same files (tls_stream.h).
   TlsFiles files{c.tls_cert, c.tls_key, c.tls_ca, c.tls_refresh_interval};
+  PeerCheck authorize_peer;
+  // Only a member may connect to the accept stream (docs/operations.md,
+  // "Security model"): checked once per connection, after the handshake.
+  server::Authorizer authz = server::Authorizer::FromConfig(c);
+  if (authz.enabled()) {
+    authorize_peer = [authz](const std::vector<std::string>& uris, const std::string& subject, std::string* why) {
+      grpc::Status st =
+          authz.CheckCertificate(uris, subject, server::Access::kReplication, "replication accept stream");
+      if (!st.ok()) *why = st.error_message();
+      return st.ok();
+    };
+  }
   std::string why;
-  if (!MakeTlsStreamSecurity(files, &out->stream, &why)) {
+  if (!MakeTlsStreamSecurity(files, &out->stream, &why, authorize_peer)) {
     *error = "replication accept stream: " + why;
     return false;
   }

@@ -1,6 +1,8 @@
 // Credentials of the replication port (docs/replication.md, "TLS"). With
 // --tls-cert/--tls-key/--tls-ca the replication server requires mutual TLS
-// (a peer must present a certificate the CA signed) and this member dials
+// (a peer must present a certificate the CA signed, and with
+// --tls-authorize a member's: docs/operations.md, "Security model", checked
+// by the ReplicationService and the accept stream) and this member dials
 // its peers with the same certificate, verifying theirs against the CA and
 // their --peers host name. The files are re-read every
 // --tls-refresh-interval, so rotated certificates are used without a

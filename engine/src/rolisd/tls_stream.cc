@@ -170,10 +170,34 @@ class TlsStream final : public ByteStream {
   bool dead_ = false;
 };
 
+// The URI SANs and the subject of the peer's certificate (after a handshake
+// that verified it).
+void PeerNames(SSL* ssl, std::vector<std::string>* uris, std::string* subject) {
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (cert == nullptr) return;
+  if (auto* names = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr))) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+      const GENERAL_NAME* n = sk_GENERAL_NAME_value(names, i);
+      if (n->type != GEN_URI) continue;
+      const ASN1_IA5STRING* s = n->d.uniformResourceIdentifier;
+      uris->emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)), ASN1_STRING_length(s));
+    }
+    GENERAL_NAMES_free(names);
+  }
+  if (BIO* bio = BIO_new(BIO_s_mem())) {
+    if (X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+      char* data = nullptr;
+      long len = BIO_get_mem_data(bio, &data);
+      if (len > 0) subject->assign(data, static_cast<size_t>(len));
+    }
+    BIO_free(bio);
+  }
+}
+
 // The socket made non-blocking and wrapped, after a handshake; null with the
 // reason in *error (the socket then closed).
 std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const std::string& peer_host,
-                                 std::string* error) {
+                                 const PeerCheck& authorize_peer, std::string* error) {
   TuneSocket(fd);
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   CtxPtr ctx = cache.Get(error);
@@ -200,18 +224,30 @@ std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const
     if (!literal) SSL_set_tlsext_host_name(ssl, peer_host.c_str());
   }
   if (!stream->Handshake(server, std::chrono::milliseconds(5000), error)) return nullptr;
+  if (server && authorize_peer) {
+    std::vector<std::string> uris;
+    std::string subject;
+    PeerNames(ssl, &uris, &subject);
+    std::string why;
+    if (!authorize_peer(uris, subject, &why)) {
+      *error = why;
+      return nullptr;
+    }
+  }
   return stream;
 }
 
 }  // namespace
 
-bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error) {
+bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error, PeerCheck authorize_peer) {
   auto server = std::make_shared<ContextCache>(files, true);
   auto client = std::make_shared<ContextCache>(files, false);
   if (!server->Get(error) || !client->Get(error)) return false;
-  out->server = [server](int fd, std::string* error) { return Wrap(*server, fd, true, "", error); };
+  out->server = [server, authorize_peer](int fd, std::string* error) {
+    return Wrap(*server, fd, true, "", authorize_peer, error);
+  };
   out->client = [client](int fd, const std::string& host, std::string* error) {
-    return Wrap(*client, fd, false, host, error);
+    return Wrap(*client, fd, false, host, nullptr, error);
   };
   return true;
 }

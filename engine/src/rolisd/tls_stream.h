@@ -13,8 +13,10 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "accept_stream.h"
 
@@ -25,8 +27,16 @@ struct TlsFiles {
   std::chrono::seconds refresh{60};
 };
 
+// The accepting side's check of a verified peer certificate, from its URI
+// SANs and subject (RFC 2253): false with the reason in *why closes the
+// connection after the handshake.
+using PeerCheck =
+    std::function<bool(const std::vector<std::string>& uri_sans, const std::string& subject, std::string* why)>;
+
 // False with the reason in *error when the files do not make a context
-// (checked once at startup, as the gRPC credentials are).
-bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error);
+// (checked once at startup, as the gRPC credentials are). `authorize_peer`
+// empty: any certificate the CA signed is served.
+bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error,
+                           PeerCheck authorize_peer = nullptr);
 
 }  // namespace rolis::replication

@@ -206,7 +206,8 @@ std::string ServerConfig::Summary() const {
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
-      "tls_refresh_interval={}s shutdown_grace={} log_format={} log_level={}",
+      "tls_authorize={} tls_trust_domain={} metrics_tls={} tls_refresh_interval={}s shutdown_grace={} "
+      "log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
       election == Election::kNone ? "none" : "builtin",
       decider == Decider::kOperator ? "operator" : "control-stream", DurabilityName(durability),
@@ -216,7 +217,8 @@ std::string ServerConfig::Summary() const {
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
       max_execute_retries, max_key_bytes, max_value_bytes, max_ops_per_txn, max_open_txns, max_scan_limit,
       FormatBytes(max_message_bytes), max_stream_inflight, tls_cert.empty() ? "off" : "on",
-      tls_ca.empty() ? "off" : "on", tls_refresh_interval.count(), FormatDuration(shutdown_grace),
+      tls_ca.empty() ? "off" : "on", tls_authorize ? "on" : "off", tls_trust_domain.empty() ? "any" : tls_trust_domain,
+      metrics_tls ? "on" : "off", tls_refresh_interval.count(), FormatDuration(shutdown_grace),
       log_format == LogFormat::kJson ? "json" : "text", log_level);
 }
 
@@ -239,6 +241,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   std::string peers, tables = "kv", election = "none", decider = "control-stream", log_format = "text";
   std::string batch_timeout = "1ms", election_timeout = "1500ms";
   std::string durability, checkpoint_every = "256MiB";
+  std::string tls_authorize = "auto", metrics_tls = "auto";
 
   // Network.
   app.add_option("--listen", c.listen, "Client API address (rolis.v1.Rolis and grpc.health.v1)")
@@ -366,6 +369,20 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
       ->envname("ROLISD_TLS_CA")->group("TLS");
   app.add_option("--tls-refresh-interval", tls_refresh, "How often the TLS files are checked for changes")
       ->envname("ROLISD_TLS_REFRESH_INTERVAL")->capture_default_str()->group("TLS");
+  app.add_option("--tls-authorize", tls_authorize,
+                 "Authorize each call by the kind of the caller's certificate (member, operator, client, "
+                 "client-readonly; a spiffe:// URI SAN): on, off, or auto (on when --tls-ca is given)")
+      ->envname("ROLISD_TLS_AUTHORIZE")->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}))
+      ->group("TLS");
+  app.add_option("--tls-trust-domain", c.tls_trust_domain,
+                 "Trust domain of the certificates' identities (rolis.<namespace>.<cluster>); when set, an "
+                 "identity of another trust domain is refused")
+      ->envname("ROLISD_TLS_TRUST_DOMAIN")->group("TLS");
+  app.add_option("--metrics-tls", metrics_tls,
+                 "Serve --metrics-listen over HTTPS with --tls-cert (no client certificate asked for): on, off, or "
+                 "auto (on when --tls-cert is given)")
+      ->envname("ROLISD_METRICS_TLS")->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}))
+      ->group("TLS");
 
   // Process.
   app.add_option("--shutdown-grace", shutdown_grace,
@@ -541,6 +558,19 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
     return fail("with --peers, --tls-cert needs --tls-ca: members authenticate each other on the replication port "
                 "(mutual TLS)");
   }
+  c.tls_authorize = tls_authorize == "on" || (tls_authorize == "auto" && !c.tls_ca.empty());
+  if (c.tls_authorize && c.tls_ca.empty()) {
+    return fail("--tls-authorize=on needs --tls-ca: identities come from verified client certificates");
+  }
+  for (char& ch : c.tls_trust_domain) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!c.tls_trust_domain.empty() && (c.tls_trust_domain.find_first_of("/:") != std::string::npos)) {
+    return fail("--tls-trust-domain: want a name such as rolis.<namespace>.<cluster>, without scheme or path");
+  }
+  if (!c.tls_trust_domain.empty() && !c.tls_authorize) {
+    return fail("--tls-trust-domain needs --tls-authorize=on");
+  }
+  c.metrics_tls = metrics_tls == "on" || (metrics_tls == "auto" && !c.tls_cert.empty());
+  if (c.metrics_tls && c.tls_cert.empty()) return fail("--metrics-tls=on needs --tls-cert and --tls-key");
 
   c.log_format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   return result;

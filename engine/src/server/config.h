@@ -112,6 +112,14 @@ struct ServerConfig {
   std::string tls_key;
   std::string tls_ca;  // when set: mutual TLS, client certificates required and verified
   std::chrono::seconds tls_refresh_interval{60};
+  // Authorization by certificate identity (docs/operations.md, "Security
+  // model"): on by default with --tls-ca (client certificates verified).
+  bool tls_authorize = false;
+  // When set: identities of another trust domain are refused.
+  std::string tls_trust_domain;
+  // /metrics, /healthz, /readyz over HTTPS with --tls-cert (no client
+  // certificate asked for, so probes and scrapers need none).
+  bool metrics_tls = false;
 
   // Process.
   std::chrono::milliseconds shutdown_grace{10000};

@@ -34,7 +34,17 @@ HttpServer::HttpServer(Handlers handlers) : handlers_(std::move(handlers)) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
-Status HttpServer::Start(const std::string& address) {
+Status HttpServer::Start(const std::string& address, const HttpsFiles* tls) {
+  if (tls != nullptr) {
+    https_ = std::make_unique<HttpsListener>(
+        *tls, [this](const std::string& method, const std::string& path) { return Answer(method, path); });
+    if (Status s = https_->Start(address); !s.ok()) {
+      https_.reset();
+      return s;
+    }
+    port_ = https_->port();
+    return Status::OK();
+  }
   std::call_once(g_init, [] { mg_init_library(0); });
   // civetweb wants an IP address: map the common host names.
   std::string listen = address;
@@ -64,6 +74,7 @@ Status HttpServer::Start(const std::string& address) {
 }
 
 void HttpServer::Stop() {
+  if (https_) https_->Stop();
   if (ctx_ != nullptr) {
     mg_stop(ctx_);
     ctx_ = nullptr;
@@ -73,30 +84,36 @@ void HttpServer::Stop() {
 int HttpServer::Serve(mg_connection* conn, void* arg) {
   auto* self = static_cast<HttpServer*>(arg);
   const mg_request_info* info = mg_get_request_info(conn);
-  std::string uri = info->local_uri != nullptr ? info->local_uri : "";
-  if (std::strcmp(info->request_method, "GET") != 0 && std::strcmp(info->request_method, "HEAD") != 0) {
-    Reply(conn, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed\n");
-    return 405;
-  }
+  HttpResponse r = self->Answer(info->request_method, info->local_uri != nullptr ? info->local_uri : "");
+  Reply(conn, r.code, r.reason.c_str(), r.content_type.c_str(), r.body);
+  return r.code;
+}
+
+HttpResponse HttpServer::Answer(const std::string& method, const std::string& uri) const {
+  constexpr const char* kText = "text/plain; charset=utf-8";
+  if (method != "GET" && method != "HEAD") return {405, "Method Not Allowed", kText, "method not allowed\n"};
+  HttpResponse r;
+  r.head_only = method == "HEAD";
   if (uri == "/metrics") {
-    std::string body = self->handlers_.metrics != nullptr ? self->handlers_.metrics->Serialize() : "";
-    Reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body);
-    return 200;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = handlers_.metrics != nullptr ? handlers_.metrics->Serialize() : "";
+    return r;
   }
   if (uri == "/healthz" || uri == "/readyz") {
-    auto& check = uri == "/healthz" ? self->handlers_.healthy : self->handlers_.ready;
+    auto& check = uri == "/healthz" ? handlers_.healthy : handlers_.ready;
     std::string detail;
     bool ok = check ? check(&detail) : true;
     if (detail.empty()) detail = ok ? "ok" : "not ready";
-    Reply(conn, ok ? 200 : 503, ok ? "OK" : "Service Unavailable", "text/plain; charset=utf-8", detail + "\n");
-    return ok ? 200 : 503;
+    r.code = ok ? 200 : 503;
+    r.reason = ok ? "OK" : "Service Unavailable";
+    r.body = detail + "\n";
+    return r;
   }
   if (uri == "/") {
-    Reply(conn, 200, "OK", "text/plain; charset=utf-8", "rolisd: /metrics /healthz /readyz\n");
-    return 200;
+    r.body = "rolisd: /metrics /healthz /readyz\n";
+    return r;
   }
-  Reply(conn, 404, "Not Found", "text/plain; charset=utf-8", "not found\n");
-  return 404;
+  return {404, "Not Found", kText, "not found\n", r.head_only};
 }
 
 }  // namespace rolis::server

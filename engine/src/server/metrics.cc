@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include "server/authz.h"
+
 #include <prometheus/text_serializer.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -147,6 +149,16 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
                                       {{"reason", std::string(AbortReasonName(static_cast<AbortReason>(r)))}}));
   }
   out.push_back(std::move(aborts_f));
+
+  auto refusals = Family("rolis_authz_refusals_total",
+                         "Calls and accept stream connections refused by authorization (docs/operations.md, "
+                         "\"Security model\"), by the kind of the caller's certificate.",
+                         MetricType::Counter);
+  for (int k = 0; k < static_cast<int>(PeerKind::kCount); k++) {
+    refusals.metric.push_back(Counter(static_cast<double>(AuthzRefusals(static_cast<PeerKind>(k))),
+                                      {{"kind", std::string(PeerKindName(static_cast<PeerKind>(k)))}}));
+  }
+  out.push_back(std::move(refusals));
 
   auto lat = Family("rolis_txn_latency_seconds",
                     "Transaction latency: execute = one-shot request to reply (retries included); "

@@ -58,7 +58,10 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(const ServerConfi
 }
 
 RolisServer::RolisServer(ServerConfig config, OpenDatabase open, MakeReplicator make_replicator)
-    : config_(std::move(config)), open_(std::move(open)), make_replicator_(std::move(make_replicator)) {}
+    : config_(std::move(config)),
+      open_(std::move(open)),
+      make_replicator_(std::move(make_replicator)),
+      authz_(Authorizer::FromConfig(config_)) {}
 
 RolisServer::~RolisServer() {
   Shutdown(std::chrono::milliseconds(0));
@@ -160,8 +163,8 @@ Status RolisServer::Start() {
 
   grpc::EnableDefaultHealthCheckService(true);
   client_service_ = std::make_unique<ClientService>(node_.get(), replicator_.get(), metrics_.get(),
-                                                    config_.max_stream_inflight);
-  admin_service_ = std::make_unique<AdminService>(node_.get(), replicator_.get(), metrics_.get(), Version());
+                                                    config_.max_stream_inflight, &authz_);
+  admin_service_ = std::make_unique<AdminService>(node_.get(), replicator_.get(), metrics_.get(), Version(), &authz_);
 
   {
     grpc::ServerBuilder b;
@@ -209,8 +212,16 @@ Status RolisServer::Start() {
     return true;
   };
   http_ = std::make_unique<HttpServer>(h);
-  s = http_->Start(config_.metrics_listen);
+  HttpsFiles metrics_tls{config_.tls_cert, config_.tls_key, config_.tls_refresh_interval};
+  s = http_->Start(config_.metrics_listen, config_.metrics_tls ? &metrics_tls : nullptr);
   if (!s.ok()) return s;
+  if (!config_.tls_cert.empty()) {
+    spdlog::info("TLS: client and admin ports {}; authorization by certificate identity {}{}; metrics port {}",
+                 config_.tls_ca.empty() ? "server-authenticated" : "mutual (client certificates verified)",
+                 config_.tls_authorize ? "on" : "off",
+                 config_.tls_trust_domain.empty() ? "" : " (trust domain " + config_.tls_trust_domain + ")",
+                 config_.metrics_tls ? "HTTPS" : "plain HTTP");
+  }
 
   serving_.store(true);
   for (auto* server : {client_server_.get(), admin_server_.get()}) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "rolis/db.h"
+#include "server/authz.h"
 #include "server/config.h"
 #include "server/http.h"
 #include "server/metrics.h"
@@ -63,6 +64,7 @@ class RolisServer {
   ServerConfig config_;
   OpenDatabase open_;
   MakeReplicator make_replicator_;
+  Authorizer authz_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<Database> db_;

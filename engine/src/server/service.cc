@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <type_traits>
+
 #include "server/batch_stream.h"
 #include "server/execute_stream.h"
 
@@ -48,12 +50,29 @@ class UnaryWatermarkWaiter final : public WatermarkWaiter {
   bool inflight_;
 };
 
+// A stream refused before it starts: it ends at once with `st`.
+template <typename In, typename Out>
+class RefusedStream final : public grpc::ServerBidiReactor<In, Out> {
+ public:
+  explicit RefusedStream(const grpc::Status& st) { this->Finish(st); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
+
+std::string RpcName(Method m) {
+  return fmt::format("rolis.v1.{}/{}", m < Method::kStatus ? "Rolis" : "Admin", MethodName(m));
+}
 
 // ---------------------------------------------------------------------------
 
-ClientService::ClientService(Node* node, Replicator* replicator, Metrics* metrics, uint32_t max_stream_inflight)
-    : node_(node), replicator_(replicator), metrics_(metrics), max_stream_inflight_(max_stream_inflight) {}
+ClientService::ClientService(Node* node, Replicator* replicator, Metrics* metrics, uint32_t max_stream_inflight,
+                             const Authorizer* authz)
+    : node_(node),
+      replicator_(replicator),
+      metrics_(metrics),
+      max_stream_inflight_(max_stream_inflight),
+      authz_(authz) {}
 
 ClientService::~ClientService() = default;
 
@@ -89,7 +108,7 @@ class RawUnaryCall final : public grpc::ServerUnaryReactor, public UnaryCall {
 
 template <typename Req, typename Resp, typename Fn>
 grpc::ServerUnaryReactor* ClientService::Raw(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
-                                             grpc::ByteBuffer* out, Method method, Fn&& run) {
+                                             grpc::ByteBuffer* out, Method method, Access access, Fn&& run) {
   auto* call = new RawUnaryCall<Req, Resp>(out);
   if (!call->Parse(in)) {
     grpc::Status st(grpc::StatusCode::INVALID_ARGUMENT,
@@ -97,6 +116,16 @@ grpc::ServerUnaryReactor* ClientService::Raw(grpc::CallbackServerContext* ctx, c
     metrics_->CountRequest(method, st.error_code());
     call->Reply(st);
     return call;
+  }
+  if (authz_->enabled()) {
+    if constexpr (std::is_same_v<Req, v1::ExecuteRequest>) {
+      if (ExecuteWrites(call->req)) access = Access::kClientWrite;
+    }
+    if (grpc::Status st = authz_->Check(*ctx, access, RpcName(method)); !st.ok()) {
+      metrics_->CountRequest(method, st.error_code());
+      call->Reply(st);
+      return call;
+    }
   }
   run(ctx, call->req, &call->resp, call);
   return call;
@@ -121,9 +150,9 @@ void ClientService::Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, M
 // The interactive calls other than Commit: no latency observed.
 template <typename Req, typename Resp>
 grpc::ServerUnaryReactor* ClientService::Interactive(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
-                                                     grpc::ByteBuffer* out, Method method,
+                                                     grpc::ByteBuffer* out, Method method, Access access,
                                                      grpc::Status (Node::*fn)(const Req&, Resp*, CallContext*)) {
-  return Raw<Req, Resp>(ctx, in, out, method,
+  return Raw<Req, Resp>(ctx, in, out, method, access,
                         [this, method, fn](grpc::CallbackServerContext* ctx, const Req& req, Resp* resp,
                                            UnaryCall* call) {
                           CallContext cc;
@@ -134,33 +163,33 @@ grpc::ServerUnaryReactor* ClientService::Interactive(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* ClientService::Begin(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                                grpc::ByteBuffer* out) {
-  return Interactive(ctx, in, out, Method::kBegin, &Node::Begin);
+  return Interactive(ctx, in, out, Method::kBegin, Access::kClientRead, &Node::Begin);
 }
 grpc::ServerUnaryReactor* ClientService::Get(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                              grpc::ByteBuffer* out) {
-  return Interactive(ctx, in, out, Method::kGet, &Node::Get);
+  return Interactive(ctx, in, out, Method::kGet, Access::kClientRead, &Node::Get);
 }
 grpc::ServerUnaryReactor* ClientService::Scan(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                               grpc::ByteBuffer* out) {
-  return Interactive(ctx, in, out, Method::kScan, &Node::Scan);
+  return Interactive(ctx, in, out, Method::kScan, Access::kClientRead, &Node::Scan);
 }
 grpc::ServerUnaryReactor* ClientService::Put(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                              grpc::ByteBuffer* out) {
-  return Interactive(ctx, in, out, Method::kPut, &Node::Put);
+  return Interactive(ctx, in, out, Method::kPut, Access::kClientWrite, &Node::Put);
 }
 grpc::ServerUnaryReactor* ClientService::Delete(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                                 grpc::ByteBuffer* out) {
-  return Interactive(ctx, in, out, Method::kDelete, &Node::Delete);
+  return Interactive(ctx, in, out, Method::kDelete, Access::kClientWrite, &Node::Delete);
 }
 grpc::ServerUnaryReactor* ClientService::Abort(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                                grpc::ByteBuffer* out) {
-  return Interactive(ctx, in, out, Method::kAbort, &Node::Abort);
+  return Interactive(ctx, in, out, Method::kAbort, Access::kClientRead, &Node::Abort);
 }
 
 grpc::ServerUnaryReactor* ClientService::Commit(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                                 grpc::ByteBuffer* out) {
   return Raw<v1::CommitRequest, v1::CommitResponse>(
-      ctx, in, out, Method::kCommit,
+      ctx, in, out, Method::kCommit, Access::kClientRead,
       [this](grpc::CallbackServerContext* ctx, const v1::CommitRequest& req, v1::CommitResponse* resp,
              UnaryCall* call) {
         CallContext cc;
@@ -173,7 +202,7 @@ grpc::ServerUnaryReactor* ClientService::Commit(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* ClientService::Execute(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                                  grpc::ByteBuffer* out) {
   return Raw<v1::ExecuteRequest, v1::ExecuteResponse>(
-      ctx, in, out, Method::kExecute,
+      ctx, in, out, Method::kExecute, Access::kClientRead,
       [this](grpc::CallbackServerContext* ctx, const v1::ExecuteRequest& req, v1::ExecuteResponse* resp,
              UnaryCall* call) {
         Clock::time_point start = Clock::now();
@@ -185,28 +214,53 @@ grpc::ServerUnaryReactor* ClientService::Execute(grpc::CallbackServerContext* ct
       });
 }
 
-StreamEnv ClientService::StreamEnvironment() {
-  return StreamEnv{node_, replicator_, metrics_, &acks_, &streams_, max_stream_inflight_};
+bool ClientService::StreamEnvironment(grpc::CallbackServerContext* ctx, Method method, StreamEnv* env,
+                                      grpc::Status* refused) {
+  *env = StreamEnv{node_, replicator_, metrics_, &acks_, &streams_, max_stream_inflight_, nullptr};
+  if (!authz_->enabled()) return true;
+  PeerIdentity id = authz_->IdentityOf(*ctx);
+  if (*refused = authz_->Check(id, Access::kClientRead, RpcName(method)); !refused->ok()) {
+    metrics_->CountRequest(method, refused->error_code());
+    return false;
+  }
+  if (!Allows(id.kind, Access::kClientWrite)) {
+    env->authorize = [authz = authz_, id = std::move(id), name = RpcName(method)](const v1::ExecuteRequest& req) {
+      return ExecuteWrites(req) ? authz->Check(id, Access::kClientWrite, name) : grpc::Status::OK;
+    };
+  }
+  return true;
 }
 
 grpc::ServerBidiReactor<v1::ExecuteRequest, v1::ExecuteResponse>* ClientService::ExecuteStream(
     grpc::CallbackServerContext* ctx) {
-  auto* r = new ExecuteStreamReactor(StreamEnvironment());
+  StreamEnv env;
+  grpc::Status refused;
+  if (!StreamEnvironment(ctx, Method::kExecuteStream, &env, &refused)) {
+    return new RefusedStream<v1::ExecuteRequest, v1::ExecuteResponse>(refused);
+  }
+  auto* r = new ExecuteStreamReactor(env);
   streams_.Register(r);
   return r;
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ClientService::ExecuteBatchStream(
     grpc::CallbackServerContext* ctx) {
-  auto* r = new ExecuteBatchReactor(StreamEnvironment());
+  StreamEnv env;
+  grpc::Status refused;
+  if (!StreamEnvironment(ctx, Method::kExecuteBatchStream, &env, &refused)) {
+    return new RefusedStream<grpc::ByteBuffer, grpc::ByteBuffer>(refused);
+  }
+  auto* r = new ExecuteBatchReactor(env);
   streams_.Register(r);
   return r;
 }
 
 // ---------------------------------------------------------------------------
 
-AdminService::AdminService(Node* node, Replicator* replicator, Metrics* metrics, std::string version)
-    : node_(node),
+AdminService::AdminService(Node* node, Replicator* replicator, Metrics* metrics, std::string version,
+                           const Authorizer* authz)
+    : authz_(authz),
+      node_(node),
       replicator_(replicator),
       metrics_(metrics),
       version_(std::move(version)),
@@ -218,6 +272,16 @@ grpc::ServerUnaryReactor* AdminService::Reply(grpc::CallbackServerContext* ctx, 
   metrics_->CountRequest(method, st.error_code());
   reactor->Finish(st);
   return reactor;
+}
+
+grpc::Status AdminService::Authorize(grpc::CallbackServerContext* ctx, Method method) const {
+  return authz_->Check(*ctx, method == Method::kStatus ? Access::kAdminStatus : Access::kAdmin, RpcName(method));
+}
+
+template <typename Fn>
+grpc::ServerUnaryReactor* AdminService::Authorized(grpc::CallbackServerContext* ctx, Method method, Fn&& call) {
+  grpc::Status st = Authorize(ctx, method);
+  return Reply(ctx, method, st.ok() ? call() : st);
 }
 
 void AdminService::FillStatus(v1::StatusResponse* resp) const {
@@ -233,6 +297,7 @@ void AdminService::FillStatus(v1::StatusResponse* resp) const {
 
 grpc::ServerUnaryReactor* AdminService::Status(grpc::CallbackServerContext* ctx, const v1::StatusRequest*,
                                                v1::StatusResponse* resp) {
+  if (grpc::Status st = Authorize(ctx, Method::kStatus); !st.ok()) return Reply(ctx, Method::kStatus, st);
   FillStatus(resp);
   return Reply(ctx, Method::kStatus, grpc::Status::OK);
 }
@@ -240,29 +305,29 @@ grpc::ServerUnaryReactor* AdminService::Status(grpc::CallbackServerContext* ctx,
 grpc::ServerUnaryReactor* AdminService::PrepareFailover(grpc::CallbackServerContext* ctx,
                                                         const v1::PrepareFailoverRequest* req,
                                                         v1::PrepareFailoverResponse* resp) {
-  return Reply(ctx, Method::kPrepareFailover, replicator_->PrepareFailover(*req, resp));
+  return Authorized(ctx, Method::kPrepareFailover, [&] { return replicator_->PrepareFailover(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::DecideEpoch(grpc::CallbackServerContext* ctx,
                                                     const v1::DecideEpochRequest* req, v1::DecideEpochResponse* resp) {
-  return Reply(ctx, Method::kDecideEpoch, replicator_->DecideEpoch(*req, resp));
+  return Authorized(ctx, Method::kDecideEpoch, [&] { return replicator_->DecideEpoch(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::OpenEpoch(grpc::CallbackServerContext* ctx, const v1::OpenEpochRequest* req,
                                                   v1::OpenEpochResponse* resp) {
-  return Reply(ctx, Method::kOpenEpoch, replicator_->OpenEpoch(*req, resp));
+  return Authorized(ctx, Method::kOpenEpoch, [&] { return replicator_->OpenEpoch(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::AnnounceLeader(grpc::CallbackServerContext* ctx,
                                                        const v1::AnnounceLeaderRequest* req,
                                                        v1::AnnounceLeaderResponse* resp) {
-  return Reply(ctx, Method::kAnnounceLeader, replicator_->AnnounceLeader(*req, resp));
+  return Authorized(ctx, Method::kAnnounceLeader, [&] { return replicator_->AnnounceLeader(*req, resp); });
 }
 
 grpc::ServerUnaryReactor* AdminService::ChangeMembership(grpc::CallbackServerContext* ctx,
                                                          const v1::ChangeMembershipRequest* req,
                                                          v1::ChangeMembershipResponse* resp) {
-  return Reply(ctx, Method::kChangeMembership, replicator_->ChangeMembership(*req, resp));
+  return Authorized(ctx, Method::kChangeMembership, [&] { return replicator_->ChangeMembership(*req, resp); });
 }
 
 }  // namespace rolis::server

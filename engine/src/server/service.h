@@ -11,6 +11,7 @@
 
 #include "rolis/v1/admin.grpc.pb.h"
 #include "rolis/v1/client.grpc.pb.h"
+#include "server/authz.h"
 #include "server/call_outcome.h"
 #include "server/metrics.h"
 #include "server/node.h"
@@ -26,6 +27,9 @@ class UnaryCall {
   virtual void Reply(const grpc::Status& st) = 0;
 };
 
+// "rolis.v1.Rolis/Put", "rolis.v1.Admin/Status": a method as log lines name it.
+std::string RpcName(Method m);
+
 // The unary methods and ExecuteBatchStream are gRPC "raw" methods (bytes in,
 // bytes out) so that the service decodes requests itself; ExecuteStream is
 // typed.
@@ -38,7 +42,9 @@ using ClientServiceBase = v1::Rolis::WithRawCallbackMethod_Begin<v1::Rolis::With
 
 class ClientService final : public ClientServiceBase {
  public:
-  ClientService(Node* node, Replicator* replicator, Metrics* metrics, uint32_t max_stream_inflight);
+  // `authz` (not owned) checks every call (authz.h).
+  ClientService(Node* node, Replicator* replicator, Metrics* metrics, uint32_t max_stream_inflight,
+                const Authorizer* authz);
   ~ClientService() override;
 
   grpc::ServerUnaryReactor* Begin(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
@@ -76,31 +82,37 @@ class ClientService final : public ClientServiceBase {
  private:
   // Decodes the request (INVALID_ARGUMENT when it cannot) and runs
   // run(ctx, req, resp, call), which must end with Respond.
+  // A caller the authorizer refuses gets PERMISSION_DENIED and nothing runs;
+  // `access` is what the call needs (an Execute that writes needs kClientWrite).
   template <typename Req, typename Resp, typename Fn>
   grpc::ServerUnaryReactor* Raw(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out,
-                                Method method, Fn&& run);
+                                Method method, Access access, Fn&& run);
   template <typename Req, typename Resp>
   grpc::ServerUnaryReactor* Interactive(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
-                                        grpc::ByteBuffer* out, Method method,
+                                        grpc::ByteBuffer* out, Method method, Access access,
                                         grpc::Status (Node::*fn)(const Req&, Resp*, CallContext*));
   // Replies once the response is final: at once, or when the watermark
   // passes cc.commit_ts. api = kCount: no latency observed.
   void Respond(grpc::CallbackServerContext* ctx, UnaryCall* call, Method method, const grpc::Status& st,
                const CallContext& cc, LatencyApi api, Clock::time_point start, bool inflight);
-  // What the streams use of this service.
-  StreamEnv StreamEnvironment();
+  // What the streams use of this service; false with *refused set when the
+  // caller may not open the stream. A client-readonly caller's stream gets a
+  // check of each request (writes refused).
+  bool StreamEnvironment(grpc::CallbackServerContext* ctx, Method method, StreamEnv* env, grpc::Status* refused);
 
   Node* node_;
   Replicator* replicator_;
   Metrics* metrics_;
   uint32_t max_stream_inflight_;
+  const Authorizer* authz_;
   PendingAcks acks_;
   StreamRegistry streams_;
 };
 
 class AdminService final : public v1::Admin::CallbackService {
  public:
-  AdminService(Node* node, Replicator* replicator, Metrics* metrics, std::string version);
+  // `authz` (not owned) checks every call (authz.h).
+  AdminService(Node* node, Replicator* replicator, Metrics* metrics, std::string version, const Authorizer* authz);
 
   grpc::ServerUnaryReactor* Status(grpc::CallbackServerContext* ctx, const v1::StatusRequest* req,
                                    v1::StatusResponse* resp) override;
@@ -121,7 +133,13 @@ class AdminService final : public v1::Admin::CallbackService {
 
  private:
   grpc::ServerUnaryReactor* Reply(grpc::CallbackServerContext* ctx, Method method, const grpc::Status& st);
+  // Not OK: the caller may not make `method`.
+  grpc::Status Authorize(grpc::CallbackServerContext* ctx, Method method) const;
+  // Replies with call()'s status, or the refusal without calling it.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* Authorized(grpc::CallbackServerContext* ctx, Method method, Fn&& call);
 
+  const Authorizer* authz_;
   Node* node_;
   Replicator* replicator_;
   Metrics* metrics_;

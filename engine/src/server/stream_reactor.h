@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <set>
 
@@ -70,6 +71,9 @@ struct StreamEnv {
   PendingAcks* acks = nullptr;
   StreamRegistry* registry = nullptr;
   uint32_t max_inflight = 0;  // --max-stream-inflight
+  // Checks each request before it runs (a client-readonly caller's: authz.h);
+  // empty: every request may run.
+  std::function<grpc::Status(const v1::ExecuteRequest&)> authorize;
 };
 
 template <typename In, typename Out>
@@ -127,7 +131,9 @@ class ExecuteStreamBase : public grpc::ServerBidiReactor<In, Out>, public Draina
   uint64_t ExecuteOne(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp,
                       const grpc::Status& refused = grpc::Status::OK) {
     CallContext cc;
-    grpc::Status st = refused.ok() ? env_.node->Execute(req, resp, &cc) : refused;
+    grpc::Status st = refused;
+    if (st.ok() && env_.authorize) st = env_.authorize(req);
+    if (st.ok()) st = env_.node->Execute(req, resp, &cc);
     resp->set_seq(req.seq());
     if (!st.ok()) {
       SetStreamError(resp, st);

@@ -240,6 +240,50 @@ TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
   }
 }
 
+// docs/operations.md, "Security model": authorization is on by default once
+// client certificates are verified (--tls-ca); the metrics port follows
+// --tls-cert.
+TEST(ConfigTest, AuthorizationDefaultsOnWithTheCAAndMetricsTLSWithTheCertificate) {
+  const std::string cert = "--tls-cert=/x.pem", key = "--tls-key=/x.key", ca = "--tls-ca=/ca.pem";
+  ParseResult plain = Parse({});
+  ASSERT_EQ(plain.kind, ParseResult::Kind::kOk) << plain.message;
+  EXPECT_FALSE(plain.config.tls_authorize);
+  EXPECT_FALSE(plain.config.metrics_tls);
+  ParseResult tls = Parse({cert, key});
+  ASSERT_EQ(tls.kind, ParseResult::Kind::kOk) << tls.message;
+  EXPECT_FALSE(tls.config.tls_authorize);
+  EXPECT_TRUE(tls.config.metrics_tls);
+  ParseResult mtls = Parse({cert, key, ca, "--tls-trust-domain=Rolis.DB.Sample"});
+  ASSERT_EQ(mtls.kind, ParseResult::Kind::kOk) << mtls.message;
+  EXPECT_TRUE(mtls.config.tls_authorize);
+  EXPECT_EQ(mtls.config.tls_trust_domain, "rolis.db.sample");
+  ParseResult off = Parse({cert, key, ca, "--tls-authorize=off", "--metrics-tls=off"});
+  ASSERT_EQ(off.kind, ParseResult::Kind::kOk) << off.message;
+  EXPECT_FALSE(off.config.tls_authorize);
+  EXPECT_FALSE(off.config.metrics_tls);
+  ::setenv("ROLISD_TLS_AUTHORIZE", "off", 1);
+  ParseResult env = Parse({cert, key, ca});
+  ::unsetenv("ROLISD_TLS_AUTHORIZE");
+  ASSERT_EQ(env.kind, ParseResult::Kind::kOk) << env.message;
+  EXPECT_FALSE(env.config.tls_authorize);
+
+  struct Case {
+    std::vector<std::string> args;
+    std::string mentions;
+  } bad[] = {
+      {{cert, key, "--tls-authorize=on"}, "--tls-ca"},
+      {{cert, key, ca, "--tls-authorize=maybe"}, "--tls-authorize"},
+      {{cert, key, ca, "--tls-trust-domain=spiffe://rolis.db.sample"}, "--tls-trust-domain"},
+      {{cert, key, ca, "--tls-authorize=off", "--tls-trust-domain=rolis.db.sample"}, "--tls-trust-domain"},
+      {{"--metrics-tls=on"}, "--metrics-tls"},
+  };
+  for (const Case& c : bad) {
+    ParseResult r = Parse(c.args);
+    EXPECT_EQ(r.kind, ParseResult::Kind::kError) << c.args.back();
+    EXPECT_NE(r.message.find(c.mentions), std::string::npos) << c.args.back() << ": " << r.message;
+  }
+}
+
 TEST(ConfigTest, ReplicationStreamsDefaultToTheWorkersAndMayExceedThem) {
   ParseResult r = Parse({"--worker-threads=3"});
   ASSERT_EQ(r.kind, ParseResult::Kind::kOk) << r.message;

@@ -409,8 +409,12 @@ TEST_F(RolisdTest, MutualTlsRefusesClientsWithoutAGoodCertificateAndPicksUpRotat
   // The files rolisd watches.
   ASSERT_TRUE(Sh("cp " + dir + "/server.pem " + dir + "/tls.crt && cp " + dir + "/server.key " + dir +
                  "/tls.key && cp " + dir + "/ca.pem " + dir + "/tls-ca.pem"));
+  // Certificates without an identity (legacy): authorization off, so that
+  // any certificate the CA signed is served (authorization by identity:
+  // test/server/authz_test.go); the metrics port stays plain HTTP for the
+  // fixture's readiness wait.
   StartRolisd({"--tls-cert=" + dir + "/tls.crt", "--tls-key=" + dir + "/tls.key", "--tls-ca=" + dir + "/tls-ca.pem",
-               "--tls-refresh-interval=1s"});
+               "--tls-refresh-interval=1s", "--tls-authorize=off", "--metrics-tls=off"});
 
   EXPECT_TRUE(Reaches(client_port_, Tls(dir, "ca", "client")));
   EXPECT_FALSE(Reaches(client_port_, Tls(dir, "ca", "")));           // no client certificate
