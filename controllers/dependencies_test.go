@@ -81,7 +81,7 @@ var _ = Describe("TLS", Ordered, func() {
 	BeforeAll(func() {
 		ns = newNamespace(ctx)
 		c = newCluster(ns, "db", 3)
-		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "rolis-ca", Kind: "ClusterIssuer"}}
+		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "rolis-ca", Kind: "ClusterIssuer"}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
 

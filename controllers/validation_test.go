@@ -66,7 +66,7 @@ var _ = Describe("Validation by the API server", func() {
 		Entry("a batch size of zero", func(c *dbv1.RolisCluster) { c.Spec.BatchSize = -5 },
 			"spec.batchSize", "should be greater than or equal to 1"),
 		Entry("a TLS issuer of an unknown kind", func(c *dbv1.RolisCluster) {
-			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca", Kind: "Vault"}}
+			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca", Kind: "Vault"}}
 		}, "spec.tls.issuerRef.kind", "Unsupported value"),
 		Entry("a durability other than disk or memory", func(c *dbv1.RolisCluster) { c.Spec.Durability = "tape" },
 			`spec.durability: Unsupported value: "tape"`),
@@ -136,7 +136,7 @@ var _ = Describe("Validation by the API server", func() {
 		})
 		It("rejects turning TLS on", func() {
 			err := update(func(c *dbv1.RolisCluster) {
-				c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+				c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 			})
 			Expect(err).To(MatchError(ContainSubstring("tls cannot be turned on or off after creation")))
 		})
@@ -187,7 +187,7 @@ var _ = Describe("Validation by the API server", func() {
 
 	It("rejects turning TLS off", func() {
 		c := newCluster(ns, "tls", 1)
-		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		cur := getCluster(ctx, c)
 		Expect(cur.Spec.TLS.IssuerRef.Kind).To(Equal("Issuer"), "defaulted")
