@@ -216,6 +216,10 @@ var _ = Describe("TLS", Ordered, func() {
 		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-client-readonly"), ro) }).Should(Succeed())
 		Expect(ro.Spec.URIs).To(ConsistOf("spiffe://rolis." + ns + ".auto/client-readonly/auto-client-readonly"))
 		Expect(ro.Spec.SecretName).To(Equal("auto-client-readonly-tls"))
+		By("turned off, the read-only certificate is removed")
+		Expect(updateCluster(ctx, e, func(c *dbv1.RolisCluster) { c.Spec.TLS = nil })).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-client-readonly"), ro) }).Should(MatchError(ContainSubstring("not found")))
+		Expect(k8s.Get(ctx, byKey(ns, "auto-client"), &cmv1.Certificate{})).To(Succeed())
 	})
 
 	It("runs a cluster that opts out in plaintext, with a warning condition and event", func() {

@@ -97,6 +97,11 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outco
 			return proceed, err
 		}
 	}
+	if c.Spec.TLS == nil || !c.Spec.TLS.ReadOnlyClient {
+		if err := r.deleteOwnedCertificate(ctx, s, specs.ReadOnlyClientCertificateName(c)); err != nil {
+			return proceed, err
+		}
+	}
 	if issued {
 		s.condition(ConditionCertificatesReady, true, ReasonCertificatesIssued, "member, operator and client certificates are issued by "+specs.IssuerDescription(c))
 	} else {
@@ -127,6 +132,22 @@ func (r *Reconciler) reconcileDefaultCA(ctx context.Context, s *state) error {
 		return nil
 	}
 	return r.ownSecret(ctx, s, desired.Spec.SecretName)
+}
+
+// deleteOwnedCertificate removes a Certificate the cluster no longer asks
+// for (the read-only client's, when spec.tls.readOnlyClient is turned off),
+// if the cluster made it. Its Secret stays until the cluster is deleted (the
+// operator may not delete Secrets); the certificate it holds stays valid
+// until it expires: revoking it means a new CA.
+func (r *Reconciler) deleteOwnedCertificate(ctx context.Context, s *state, name string) error {
+	cert := &cmv1.Certificate{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: name}, cert); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !isOwnedBy(cert.OwnerReferences, s.cluster.UID) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, cert))
 }
 
 // ownSecret makes the cluster an owner of a Secret that cert-manager wrote,
