@@ -123,6 +123,9 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 		}
 		c.Annotations[dbv1.AnnotationTLSMode] = want
 		if err := r.Patch(ctx, c, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				return stopFor(0), nil // deleted under the reconcile
+			}
 			return proceed, err
 		}
 		if s.original.Annotations == nil {
