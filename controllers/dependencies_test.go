@@ -222,6 +222,24 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(k8s.Get(ctx, byKey(ns, "auto-client"), &cmv1.Certificate{})).To(Succeed())
 	})
 
+	It("keeps the plaintext members of a cluster made by an older operator, which had no TLS by default", func() {
+		// The older operator's StatefulSet: plaintext members, no mode recorded.
+		old := newCluster(ns, "legacy", 3)
+		old.Spec.TLS = nil
+		old.Annotations = map[string]string{dbv1.AnnotationTLSMode: dbv1.TLSModePlaintext}
+		sts := specs.StatefulSet(old, 3, "old", specs.DefaultOptions())
+		sts.OwnerReferences = nil
+		Expect(k8s.Create(ctx, sts)).To(Succeed())
+		old.Annotations = nil
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+
+		Eventually(recordedTLSMode(ctx, old)).Should(Equal(dbv1.TLSModePlaintext))
+		Eventually(condition(ctx, old, ConditionTLSDisabled)).Should(HavePrefix("True/" + ReasonTLSCreatedWithout))
+		Consistently(podArgs(ctx, old), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
+		Expect(k8s.Get(ctx, byKey(ns, "legacy-server"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
+		Expect(condition(ctx, old, dbv1.ConditionDegraded)()).NotTo(ContainSubstring(ReasonTLSChangeRefused))
+	})
+
 	It("runs a cluster that opts out in plaintext, with a warning condition and event", func() {
 		f := newCluster(ns, "optout", 1) // spec.tls.enabled: false
 		Expect(k8s.Create(ctx, f)).To(Succeed())

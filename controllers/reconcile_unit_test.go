@@ -137,7 +137,7 @@ func newUnitEnv(t *testing.T, replicas int32, d unitDialer, funcs interceptor.Fu
 	t.Helper()
 	db := &dbv1.RolisCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid", Generation: 1,
-			Annotations: map[string]string{dbv1.AnnotationTLSMode: dbv1.TLSModePlaintext}},
+			Annotations: map[string]string{dbv1.AnnotationTLSMode: dbv1.TLSModePlaintext, dbv1.AnnotationTLSModeReason: ReasonTLSDisabledBySpec}},
 		Spec: dbv1.RolisClusterSpec{Replicas: replicas, Image: "img", TLS: plaintextTLS()},
 	}
 	objs = append(objs, db)

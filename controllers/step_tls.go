@@ -16,7 +16,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,23 +78,32 @@ func (r *Reconciler) certManagerInstalled() (bool, error) {
 //     cert-manager the cluster comes up in plaintext and says so.
 func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
+	recorded, recordedWhy := c.Annotations[dbv1.AnnotationTLSMode], c.Annotations[dbv1.AnnotationTLSModeReason]
+	// The first decision reads the StatefulSet around the cache: a cache
+	// that has not seen members yet must not make them switch.
+	var reader client.Reader = r.Client
+	if recorded == "" {
+		reader = r.APIReader
+	}
 	running := ""
 	sts := &appsv1.StatefulSet{}
-	switch err := r.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, sts); {
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, sts); {
 	case err == nil:
 		running = runningTLSMode(sts)
 	case !apierrors.IsNotFound(err):
 		return proceed, err
 	}
 
-	recorded := c.Annotations[dbv1.AnnotationTLSMode]
-	want, why := recorded, ""
+	want, why := recorded, recordedWhy
 	switch {
 	case running != "":
-		want = running
-		if recorded == "" && running == dbv1.TLSModePlaintext {
-			why = ReasonTLSCreatedWithout
+		if running != recorded {
+			why = ""
+			if running == dbv1.TLSModePlaintext {
+				why = ReasonTLSCreatedWithout
+			}
 		}
+		want = running
 		if asked := tlsMode(c.TLSRequested()); (c.TLSExplicit() || !c.TLSRequested()) && asked != running {
 			msg := fmt.Sprintf("spec.tls asks for %s but the members run %s: a running cluster cannot change its TLS mode (create a new cluster); the members keep %s",
 				asked, running, running)
@@ -104,52 +112,54 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 	case !c.TLSRequested():
 		want, why = dbv1.TLSModePlaintext, ReasonTLSDisabledBySpec
 	case c.TLSExplicit():
-		want = dbv1.TLSModeMutual
+		want, why = dbv1.TLSModeMutual, ""
 	default:
 		installed, err := r.certManagerInstalled()
 		if err != nil {
 			return proceed, err
 		}
-		want = tlsMode(installed)
+		want, why = tlsMode(installed), ""
 		if !installed {
 			why = ReasonTLSNoCertManager
 		}
 	}
+	if want == dbv1.TLSModeMutual {
+		why = ""
+	} else if !c.TLSRequested() {
+		why = ReasonTLSDisabledBySpec // the spec's own word, whatever came first
+	} else if why == "" {
+		why = ReasonTLSNoCertManager
+	}
 
-	if want != recorded {
+	if want != recorded || why != recordedWhy {
 		patch := client.MergeFrom(c.DeepCopy())
 		if c.Annotations == nil {
 			c.Annotations = map[string]string{}
 		}
 		c.Annotations[dbv1.AnnotationTLSMode] = want
+		if why == "" {
+			delete(c.Annotations, dbv1.AnnotationTLSModeReason)
+		} else {
+			c.Annotations[dbv1.AnnotationTLSModeReason] = why
+		}
 		if err := r.Patch(ctx, c, patch); err != nil {
 			if apierrors.IsNotFound(err) {
 				return stopFor(0), nil // deleted under the reconcile
 			}
 			return proceed, err
 		}
-		if s.original.Annotations == nil {
-			s.original.Annotations = map[string]string{}
-		}
-		s.original.Annotations[dbv1.AnnotationTLSMode] = want
+		s.original.Annotations = c.DeepCopy().Annotations
 		s.original.ResourceVersion = c.ResourceVersion
-		kind := corev1.EventTypeNormal
-		if want == dbv1.TLSModePlaintext {
-			kind = corev1.EventTypeWarning
+		if want != recorded {
+			kind := corev1.EventTypeNormal
+			if want == dbv1.TLSModePlaintext {
+				kind = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(c, nil, kind, ReasonTLSModeChosen, "ResolveTLS", "members speak %s: %s", want, tlsModeMessage(c, want, why))
 		}
-		r.Recorder.Eventf(c, nil, kind, ReasonTLSModeChosen, "ResolveTLS", "members speak %s: %s", want, tlsModeMessage(c, want, why))
 	}
 
 	if want == dbv1.TLSModePlaintext {
-		if prev := meta.FindStatusCondition(s.original.Status.Conditions, ConditionTLSDisabled); why == "" && prev != nil {
-			why = prev.Reason
-		}
-		if why == "" {
-			why = ReasonTLSDisabledBySpec
-			if !c.TLSExplicit() && c.TLSRequested() {
-				why = ReasonTLSNoCertManager
-			}
-		}
 		s.condition(ConditionTLSDisabled, true, why, tlsModeMessage(c, want, why))
 	}
 	return proceed, nil

@@ -87,6 +87,10 @@ func (c *RolisCluster) ScrapeInterval() string {
 // security").
 const AnnotationTLSMode = "db.rolis.io/tls-mode"
 
+// AnnotationTLSModeReason says why a cluster's members speak plaintext
+// (the reason of its TLSDisabled condition), recorded with AnnotationTLSMode.
+const AnnotationTLSModeReason = "db.rolis.io/tls-mode-reason"
+
 // TLS modes of AnnotationTLSMode.
 const (
 	TLSModeMutual    = "mutual"
