@@ -69,7 +69,8 @@ manifests: $(CONTROLLER_GEN)
 	cd $(call GO_MOD_DIR,github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring) && \
 	  $(CONTROLLER_GEN) crd:crdVersions=v1 paths=./v1 output:crd:dir=$(CURDIR)/build/crd-monitoring
 	cp $(CURDIR)/build/crd-monitoring/monitoring.coreos.com_servicemonitors.yaml config/crd/external/
-	cp $(call GO_MOD_DIR,github.com/cert-manager/cert-manager)/deploy/crds/cert-manager.io_certificates.yaml config/crd/external/
+	cp $(call GO_MOD_DIR,github.com/cert-manager/cert-manager)/deploy/crds/cert-manager.io_certificates.yaml \
+	  $(call GO_MOD_DIR,github.com/cert-manager/cert-manager)/deploy/crds/cert-manager.io_issuers.yaml config/crd/external/
 	chmod u+w config/crd/external/*.yaml
 
 operator:

@@ -15,6 +15,8 @@ import (
 	. "github.com/onsi/gomega"
 	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
@@ -74,15 +76,42 @@ var _ = Describe("Monitoring", Ordered, func() {
 	})
 })
 
+// installCertManager installs the cert-manager APIs the operator uses.
+func installCertManager() {
+	installCRD("cert-manager.io_certificates.yaml")
+	installCRD("cert-manager.io_issuers.yaml")
+}
+
+func recordedTLSMode(ctx context.Context, c *dbv1.RolisCluster) func() string {
+	return func() string { return getCluster(ctx, c).Annotations[dbv1.AnnotationTLSMode] }
+}
+
+func podArgs(ctx context.Context, c *dbv1.RolisCluster) func() []string {
+	return func() []string {
+		sts := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, byKey(c.Namespace, c.Name), sts); err != nil {
+			return []string{err.Error()}
+		}
+		return sts.Spec.Template.Spec.Containers[0].Args
+	}
+}
+
+// Ordered: the first spec runs without cert-manager's API, then installs
+// it; the API server keeps it for the rest of the suite. The cluster of
+// the default (d) is made without it and the one of spec.tls (c) with an
+// explicit issuer.
 var _ = Describe("TLS", Ordered, func() {
 	ctx := context.Background()
 	var ns string
-	var c *dbv1.RolisCluster
+	var c, d *dbv1.RolisCluster
 	BeforeAll(func() {
 		ns = newNamespace(ctx)
 		c = newCluster(ns, "db", 3)
-		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "rolis-ca", Kind: "ClusterIssuer"}}
+		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "rolis-ca", Kind: "ClusterIssuer"}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
+		d = newCluster(ns, "plain", 1)
+		d.Spec.TLS = nil // the default
+		Expect(k8s.Create(ctx, d)).To(Succeed())
 	})
 
 	It("without cert-manager, stops before making pods that could never mount their certificates", func() {
@@ -93,8 +122,19 @@ var _ = Describe("TLS", Ordered, func() {
 			Should(MatchError(ContainSubstring("not found")))
 	})
 
-	It("with cert-manager, asks for the member and client certificates and mounts them", func() {
-		installCRD("cert-manager.io_certificates.yaml")
+	It("without cert-manager, runs a cluster that leaves TLS to the default in plaintext and says so", func() {
+		Eventually(recordedTLSMode(ctx, d)).Should(Equal(dbv1.TLSModePlaintext))
+		Eventually(condition(ctx, d, ConditionTLSDisabled)).Should(And(
+			HavePrefix("True/"+ReasonTLSNoCertManager), ContainSubstring("plaintext")))
+		Eventually(podArgs(ctx, d)).Should(ContainElement(HavePrefix("--id=")))
+		Expect(podArgs(ctx, d)()).NotTo(ContainElement(HavePrefix("--tls")))
+		Eventually(eventReasons(ctx, d)).Should(ContainElement(ReasonTLSModeChosen))
+		Expect(eventNotes(ctx, d, ReasonTLSModeChosen)).To(ContainElement(ContainSubstring("members speak plaintext")))
+		Expect(condition(ctx, d, dbv1.ConditionDegraded)()).NotTo(HavePrefix("True/"), "plaintext by the default is a warning, not a fault")
+	})
+
+	It("with cert-manager, asks for the member, operator and client certificates and mounts them", func() {
+		installCertManager()
 		// The reconcile stopped with a one-minute retry; any change of the
 		// cluster brings it back sooner.
 		Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) {
@@ -107,16 +147,109 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(server.Spec.IssuerRef.Kind).To(Equal("ClusterIssuer"))
 		Expect(server.Spec.SecretName).To(Equal("db-server-tls"))
 		Expect(server.Spec.DNSNames).To(ContainElement("*.db-peers." + ns + ".svc.cluster.local"))
+		Expect(server.Spec.URIs).To(ConsistOf("spiffe://rolis." + ns + ".db/member"))
 		client := &cmv1.Certificate{}
 		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "db-client"), client) }).Should(Succeed())
 		Expect(client.Spec.SecretName).To(Equal("db-client-tls"))
+		Expect(client.Spec.URIs).To(ConsistOf("spiffe://rolis." + ns + ".db/client/db-client"))
+		operator := &cmv1.Certificate{}
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "db-operator"), operator) }).Should(Succeed())
+		Expect(operator.Spec.SecretName).To(Equal("db-operator-tls"))
+		Expect(operator.Spec.URIs).To(ConsistOf("spiffe://rolis." + ns + ".db/operator"))
+		Expect(k8s.Get(ctx, byKey(ns, "db-ca"), &cmv1.Issuer{})).To(MatchError(ContainSubstring("not found")),
+			"an issuer is given: no CA of the cluster's own")
+		Eventually(recordedTLSMode(ctx, c)).Should(Equal(dbv1.TLSModeMutual), "recorded again: the test replaced the annotations")
 
 		sts := &appsv1.StatefulSet{}
 		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "db"), sts) }).Should(Succeed())
 		Expect(sts.Spec.Template.Spec.Containers[0].Args).To(ContainElements(
-			"--tls-cert=/etc/rolis/tls/tls.crt", "--tls-key=/etc/rolis/tls/tls.key", "--tls-ca=/etc/rolis/tls/ca.crt"))
+			"--tls-cert=/etc/rolis/tls/tls.crt", "--tls-key=/etc/rolis/tls/tls.key", "--tls-ca=/etc/rolis/tls/ca.crt",
+			"--tls-trust-domain=rolis."+ns+".db"))
+		Expect(sts.Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Scheme).To(Equal(corev1.URISchemeHTTPS))
 		Expect(sts.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "db-server-tls")))
 		Eventually(condition(ctx, c, ConditionCertificatesReady)).Should(HavePrefix("False/" + ReasonCertificatesIssuing))
+		Expect(condition(ctx, c, ConditionTLSDisabled)()).To(Equal("absent"))
+	})
+
+	It("keeps the plaintext members of a cluster made without cert-manager, and refuses to switch them", func() {
+		Consistently(podArgs(ctx, d), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
+		Expect(recordedTLSMode(ctx, d)()).To(Equal(dbv1.TLSModePlaintext))
+		Expect(updateCluster(ctx, d, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(true)} })).To(Succeed())
+		Eventually(condition(ctx, d, dbv1.ConditionDegraded)).Should(And(
+			HavePrefix("True/"+ReasonTLSChangeRefused), ContainSubstring("members run plaintext")))
+		Consistently(podArgs(ctx, d), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
+		Expect(k8s.Get(ctx, byKey(ns, "plain-server"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
+	})
+
+	It("gives a new cluster without spec.tls its own CA and mutual TLS", func() {
+		e := newCluster(ns, "auto", 3)
+		e.Spec.TLS = nil
+		Expect(k8s.Create(ctx, e)).To(Succeed())
+		Eventually(recordedTLSMode(ctx, e)).Should(Equal(dbv1.TLSModeMutual))
+
+		self, caIssuer, ca := &cmv1.Issuer{}, &cmv1.Issuer{}, &cmv1.Certificate{}
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-selfsigned"), self) }).Should(Succeed())
+		Expect(self.Spec.SelfSigned).NotTo(BeNil())
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-ca"), ca) }).Should(Succeed())
+		Expect(ca.Spec.IsCA).To(BeTrue())
+		Expect(ca.Spec.IssuerRef.Name).To(Equal("auto-selfsigned"))
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-ca"), caIssuer) }).Should(Succeed())
+		Expect(caIssuer.Spec.CA.SecretName).To(Equal(ca.Spec.SecretName))
+		for name, uri := range map[string]string{
+			"auto-server":   "spiffe://rolis." + ns + ".auto/member",
+			"auto-operator": "spiffe://rolis." + ns + ".auto/operator",
+			"auto-client":   "spiffe://rolis." + ns + ".auto/client/auto-client",
+		} {
+			cert := &cmv1.Certificate{}
+			Eventually(func() error { return k8s.Get(ctx, byKey(ns, name), cert) }).Should(Succeed())
+			Expect(cert.Spec.URIs).To(ConsistOf(uri))
+			Expect(cert.Spec.IssuerRef.Name).To(Equal("auto-ca"))
+			Expect(cert.OwnerReferences).To(ContainElement(HaveField("UID", getCluster(ctx, e).UID)))
+		}
+		Eventually(podArgs(ctx, e)).Should(ContainElement("--tls-trust-domain=rolis." + ns + ".auto"))
+		Expect(condition(ctx, e, ConditionTLSDisabled)()).To(Equal("absent"))
+		Expect(k8s.Get(ctx, byKey(ns, "auto-client-readonly"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
+
+		By("spec.tls.readOnlyClient adds the read-only client certificate")
+		Expect(updateCluster(ctx, e, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{ReadOnlyClient: true} })).To(Succeed())
+		ro := &cmv1.Certificate{}
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-client-readonly"), ro) }).Should(Succeed())
+		Expect(ro.Spec.URIs).To(ConsistOf("spiffe://rolis." + ns + ".auto/client-readonly/auto-client-readonly"))
+		Expect(ro.Spec.SecretName).To(Equal("auto-client-readonly-tls"))
+		By("turned off, the read-only certificate is removed")
+		Expect(updateCluster(ctx, e, func(c *dbv1.RolisCluster) { c.Spec.TLS = nil })).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "auto-client-readonly"), ro) }).Should(MatchError(ContainSubstring("not found")))
+		Expect(k8s.Get(ctx, byKey(ns, "auto-client"), &cmv1.Certificate{})).To(Succeed())
+	})
+
+	It("keeps the plaintext members of a cluster made by an older operator, which had no TLS by default", func() {
+		// The older operator's StatefulSet: plaintext members, no mode recorded.
+		old := newCluster(ns, "legacy", 3)
+		old.Spec.TLS = nil
+		old.Annotations = map[string]string{dbv1.AnnotationTLSMode: dbv1.TLSModePlaintext}
+		sts := specs.StatefulSet(old, 3, "old", specs.DefaultOptions())
+		sts.OwnerReferences = nil
+		Expect(k8s.Create(ctx, sts)).To(Succeed())
+		old.Annotations = nil
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+
+		Eventually(recordedTLSMode(ctx, old)).Should(Equal(dbv1.TLSModePlaintext))
+		Eventually(condition(ctx, old, ConditionTLSDisabled)).Should(HavePrefix("True/" + ReasonTLSCreatedWithout))
+		Consistently(podArgs(ctx, old), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
+		Expect(k8s.Get(ctx, byKey(ns, "legacy-server"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
+		Expect(condition(ctx, old, dbv1.ConditionDegraded)()).NotTo(ContainSubstring(ReasonTLSChangeRefused))
+	})
+
+	It("runs a cluster that opts out in plaintext, with a warning condition and event", func() {
+		f := newCluster(ns, "optout", 1) // spec.tls.enabled: false
+		Expect(k8s.Create(ctx, f)).To(Succeed())
+		Eventually(condition(ctx, f, ConditionTLSDisabled)).Should(And(
+			HavePrefix("True/"+ReasonTLSDisabledBySpec), ContainSubstring("spec.tls.enabled is false")))
+		Eventually(eventReasons(ctx, f)).Should(ContainElement(ReasonTLSModeChosen))
+		Eventually(podArgs(ctx, f)).Should(ContainElement(HavePrefix("--id=")))
+		Expect(podArgs(ctx, f)()).NotTo(ContainElement(HavePrefix("--tls")))
+		Expect(k8s.Get(ctx, byKey(ns, "optout-server"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
+		Expect(k8s.Get(ctx, byKey(ns, "optout-ca"), &cmv1.Issuer{})).To(MatchError(ContainSubstring("not found")))
 	})
 
 	It("once the certificates are issued, elects over mutual TLS with real rolisd members", Label("rolisd"), func() {

@@ -19,16 +19,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
 )
 
+// plaintextTLS opts a test cluster out of the default TLS: its members are
+// plaintext processes on loopback (the TLS specs set spec.tls themselves).
+func plaintextTLS() *dbv1.TLSSpec { return &dbv1.TLSSpec{Enabled: ptr.To(false)} }
+
 func newCluster(ns, name string, replicas int32) *dbv1.RolisCluster {
 	return &dbv1.RolisCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       dbv1.RolisClusterSpec{Replicas: replicas, Image: "rolis/rolisd:test"},
+		Spec:       dbv1.RolisClusterSpec{Replicas: replicas, Image: "rolis/rolisd:test", TLS: plaintextTLS()},
 	}
 }
 

@@ -7,6 +7,7 @@ SPDX-License-Identifier: Apache-2.0
 package controllers
 
 import (
+	"crypto/tls"
 	"time"
 
 	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
@@ -14,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +24,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
@@ -43,13 +46,21 @@ func NewScheme() *runtime.Scheme {
 
 // ManagerOptions are the operator's process settings.
 type ManagerOptions struct {
-	MetricsAddr             string
+	MetricsAddr string
+	// MetricsSecure serves /metrics over HTTPS and lets in only requests
+	// whose bearer token may get /metrics (TokenReview and
+	// SubjectAccessReview: the metrics-reader ClusterRole), as kubebuilder
+	// scaffolds it.
+	MetricsSecure bool
+	// MetricsCertDir holds tls.crt and tls.key for the metrics endpoint;
+	// empty: a self-signed certificate made at start.
+	MetricsCertDir          string
 	ProbeAddr               string
 	LeaderElection          bool
 	LeaderElectionID        string
 	LeaderElectionNamespace string
-	// Namespace limits the operator to one namespace ("" = all).
-	Namespace string
+	// Namespaces limit the operator to these namespaces (none = all).
+	Namespaces []string
 }
 
 // NewManager makes the controller manager the way the operator runs it (the
@@ -58,8 +69,9 @@ type ManagerOptions struct {
 //     released on a clean shutdown so a successor takes over at once;
 //   - the informer cache holds only the operator's own objects (by label),
 //     not every pod, Service or Lease (node heartbeats) of the cluster;
-//   - Secrets (TLS keys), Certificates and ServiceMonitors are read directly,
-//     never cached: the last two may not even be installed, and a cache
+//   - Secrets (TLS keys), Certificates, Issuers and ServiceMonitors are read
+//     directly, by name, never cached or listed (the operator's RBAC has no
+//     list or watch of Secrets): the last two may not even be installed, and a cache
 //     would need their API at start-up.
 func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 	ours := labels.SelectorFromSet(labels.Set{specs.LabelManagedBy: specs.ManagedBy})
@@ -70,17 +82,28 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			&corev1.Service{}:               {Label: ours},
 			&appsv1.StatefulSet{}:           {Label: ours},
 			&policyv1.PodDisruptionBudget{}: {Label: ours},
+			&networkingv1.NetworkPolicy{}:   {Label: ours},
 			&coordinationv1.Lease{}:         {Label: ours},
 		},
 	}
-	if o.Namespace != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	if len(o.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	metrics := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
+	if o.MetricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metrics.CertDir = o.MetricsCertDir
+		// HTTP/2 off (CVE-2023-44487 and CVE-2023-39325), as scaffolded.
+		metrics.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	}
 	RegisterMetrics()
 	renew, lease := 10*time.Second, 15*time.Second
 	return ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        NewScheme(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
@@ -90,7 +113,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 		RenewDeadline:                 &renew,
 		Cache:                         cacheOpts,
 		Client: client.Options{Cache: &client.CacheOptions{
-			DisableFor: []client.Object{&corev1.Secret{}, &cmv1.Certificate{}, &monv1.ServiceMonitor{}},
+			DisableFor: []client.Object{&corev1.Secret{}, &cmv1.Certificate{}, &cmv1.Issuer{}, &monv1.ServiceMonitor{}},
 		}},
 	})
 }

@@ -136,8 +136,9 @@ type unitEnv struct {
 func newUnitEnv(t *testing.T, replicas int32, d unitDialer, funcs interceptor.Funcs, objs ...client.Object) *unitEnv {
 	t.Helper()
 	db := &dbv1.RolisCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid", Generation: 1},
-		Spec:       dbv1.RolisClusterSpec{Replicas: replicas, Image: "img"},
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns", UID: "uid", Generation: 1,
+			Annotations: map[string]string{dbv1.AnnotationTLSMode: dbv1.TLSModePlaintext, dbv1.AnnotationTLSModeReason: ReasonTLSDisabledBySpec}},
+		Spec: dbv1.RolisClusterSpec{Replicas: replicas, Image: "img", TLS: plaintextTLS()},
 	}
 	objs = append(objs, db)
 	for id := int32(1); id <= replicas; id++ {

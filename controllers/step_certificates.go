@@ -53,29 +53,38 @@ func (r *Reconciler) crdInstalled(gk schema.GroupKind, version string) (bool, er
 	return false, err
 }
 
-// reconcileCertificates asks cert-manager for the member and client
-// certificates when TLS is on. Without cert-manager the pods could never
-// mount their certificates, so the reconcile stops here with a condition and
-// comes back in a minute rather than creating pods that cannot start.
+// reconcileCertificates asks cert-manager for the certificates of the
+// cluster's identities when TLS is on (docs/operations.md, "Certificate
+// identities"): member, operator, client and, with spec.tls.readOnlyClient,
+// client-readonly; without spec.tls.issuerRef, from the cluster's own CA
+// (a self-signed Issuer signs a CA Certificate, a CA Issuer issues from
+// it). Without cert-manager the pods could never mount their certificates,
+// so the reconcile stops here with a condition and comes back in a minute
+// rather than creating pods that cannot start.
 func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
 	if !c.TLSEnabled() {
 		return proceed, nil
 	}
-	ok, err := r.crdInstalled(schema.GroupKind{Group: cmv1.SchemeGroupVersion.Group, Kind: "Certificate"}, cmv1.SchemeGroupVersion.Version)
+	ok, err := r.certManagerInstalled()
 	if err != nil {
 		return proceed, err
 	}
 	if !ok {
-		msg := fmt.Sprintf("spec.tls is set but cert-manager is not installed (no %s/Certificate API): install cert-manager, the cluster waits for it",
+		msg := fmt.Sprintf("the members use TLS but cert-manager is not installed (no %s/Certificate API): install cert-manager, the cluster waits for it",
 			cmv1.SchemeGroupVersion.String())
 		s.condition(ConditionCertificatesReady, false, ReasonCertManagerMissing, msg)
 		s.problem(ReasonCertManagerMissing, msg)
 		return stopFor(retryMissingDependency), nil
 	}
 
+	if c.DefaultIssuer() {
+		if err := r.reconcileDefaultCA(ctx, s); err != nil {
+			return proceed, err
+		}
+	}
 	issued := true
-	for _, desired := range []*cmv1.Certificate{specs.ServerCertificate(c, r.Options), specs.ClientCertificate(c)} {
+	for _, desired := range specs.Certificates(c, r.Options) {
 		cert := &cmv1.Certificate{}
 		if _, err := r.apply(ctx, cert, desired, func() { cert.Spec = desired.Spec }); err != nil {
 			return proceed, err
@@ -88,14 +97,57 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outco
 			return proceed, err
 		}
 	}
+	if c.Spec.TLS == nil || !c.Spec.TLS.ReadOnlyClient {
+		if err := r.deleteOwnedCertificate(ctx, s, specs.ReadOnlyClientCertificateName(c)); err != nil {
+			return proceed, err
+		}
+	}
 	if issued {
-		s.condition(ConditionCertificatesReady, true, ReasonCertificatesIssued, "member and client certificates are issued")
+		s.condition(ConditionCertificatesReady, true, ReasonCertificatesIssued, "member, operator and client certificates are issued by "+specs.IssuerDescription(c))
 	} else {
 		s.condition(ConditionCertificatesReady, false, ReasonCertificatesIssuing,
-			fmt.Sprintf("waiting for issuer %s/%s to issue the certificates", c.Spec.TLS.IssuerRef.Kind, c.Spec.TLS.IssuerRef.Name))
+			fmt.Sprintf("waiting for issuer %s to issue the certificates", specs.IssuerDescription(c)))
 		s.progressing(ReasonCertificatesIssuing, "waiting for cert-manager to issue the certificates")
 	}
 	return proceed, nil
+}
+
+// reconcileDefaultCA makes the cluster's own CA chain. The CA Secret is
+// owned by the cluster like the others, so deleting the cluster deletes its
+// CA too.
+func (r *Reconciler) reconcileDefaultCA(ctx context.Context, s *state) error {
+	c := s.cluster
+	for _, desired := range []*cmv1.Issuer{specs.SelfSignedIssuer(c), specs.CAIssuer(c)} {
+		iss := &cmv1.Issuer{}
+		if _, err := r.apply(ctx, iss, desired, func() { iss.Spec = desired.Spec }); err != nil {
+			return err
+		}
+	}
+	desired := specs.CACertificate(c)
+	ca := &cmv1.Certificate{}
+	if _, err := r.apply(ctx, ca, desired, func() { ca.Spec = desired.Spec }); err != nil {
+		return err
+	}
+	if !certReady(ca) {
+		return nil
+	}
+	return r.ownSecret(ctx, s, desired.Spec.SecretName)
+}
+
+// deleteOwnedCertificate removes a Certificate the cluster no longer asks
+// for (the read-only client's, when spec.tls.readOnlyClient is turned off),
+// if the cluster made it. Its Secret stays until the cluster is deleted (the
+// operator may not delete Secrets); the certificate it holds stays valid
+// until it expires: revoking it means a new CA.
+func (r *Reconciler) deleteOwnedCertificate(ctx context.Context, s *state, name string) error {
+	cert := &cmv1.Certificate{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: s.cluster.Namespace, Name: name}, cert); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !isOwnedBy(cert.OwnerReferences, s.cluster.UID) {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, cert))
 }
 
 // ownSecret makes the cluster an owner of a Secret that cert-manager wrote,

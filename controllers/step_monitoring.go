@@ -50,7 +50,7 @@ func (r *Reconciler) reconcileMonitoring(ctx context.Context, s *state) (outcome
 		s.problem(ReasonServiceMonitorCRDMissing, msg)
 		return proceed, nil
 	}
-	desired := specs.ServiceMonitor(c)
+	desired := specs.ServiceMonitor(c, r.Options)
 	sm := &monv1.ServiceMonitor{}
 	if _, err := r.apply(ctx, sm, desired, func() { sm.Spec = desired.Spec }); err != nil {
 		return proceed, err

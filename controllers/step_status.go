@@ -108,6 +108,8 @@ func computeStatus(s *state) {
 	}
 	if !c.TLSEnabled() {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionCertificatesReady)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionTLSDisabled)
 	}
 	if !c.Spec.Monitoring.Enabled {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionMonitoringReady)

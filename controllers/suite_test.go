@@ -121,7 +121,7 @@ var _ = BeforeSuite(func() {
 		APIReader:       mgr.GetAPIReader(),
 		Scheme:          mgr.GetScheme(),
 		Recorder:        mgr.GetEventRecorder("rolis-operator"),
-		Dialer:          leadership.GRPCDialer{Resolver: processes, TLS: ClientTLS(mgr.GetAPIReader(), specs.DefaultOptions())},
+		Dialer:          leadership.GRPCDialer{Resolver: processes, TLS: OperatorTLS(mgr.GetAPIReader(), specs.DefaultOptions())},
 		MemberAddresses: processes.memberAddresses,
 		Options:         specs.DefaultOptions(),
 		Timeouts:        timeouts,

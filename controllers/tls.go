@@ -14,6 +14,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,15 +23,26 @@ import (
 	"github.com/rolisdb/rolis/controllers/specs"
 )
 
-// ClientTLS loads the operator's client certificate for a cluster from the
-// cluster's client Secret (issued by cert-manager): it authenticates the
+// OperatorTLS loads the operator's certificate for a cluster from the
+// cluster's operator Secret (issued by cert-manager, identity "operator":
+// docs/operations.md, "Certificate identities"): it authenticates the
 // operator to the members' admin port and verifies them with the CA.
-func ClientTLS(reader client.Reader, o specs.Options) leadership.TLSSource {
+func OperatorTLS(reader client.Reader, o specs.Options) leadership.TLSSource {
 	return func(ctx context.Context, c *dbv1.RolisCluster) (*tls.Config, error) {
 		sec := &corev1.Secret{}
-		key := types.NamespacedName{Namespace: c.Namespace, Name: specs.ClientSecretName(c)}
-		if err := reader.Get(ctx, key, sec); err != nil {
-			return nil, fmt.Errorf("client certificate secret %s: %w", key, err)
+		key := types.NamespacedName{Namespace: c.Namespace, Name: specs.OperatorSecretName(c)}
+		err := reader.Get(ctx, key, sec)
+		if apierrors.IsNotFound(err) {
+			// A cluster made by an older operator has no operator
+			// certificate until cert-manager issues it; its members, which
+			// do not check identities yet, accept the client certificate.
+			legacy := types.NamespacedName{Namespace: c.Namespace, Name: specs.ClientSecretName(c)}
+			if reader.Get(ctx, legacy, sec) == nil {
+				err = nil
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("operator certificate secret %s: %w", key, err)
 		}
 		return tlsConfig(sec, specs.ServiceHost(c, specs.HeadlessServiceName(c), o))
 	}

@@ -28,39 +28,38 @@ import (
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
-// issueAsCertManager does what cert-manager does for the cluster's two
-// Certificates: it issues them from ca with the names and usages they ask
-// for, writes their Secrets (tls.crt, tls.key, ca.crt) and marks them
-// Ready. It returns the member certificate's files, which the pods mount.
+// issueAsCertManager does what cert-manager does for the cluster's
+// Certificates (member, operator, client): it issues them from ca with the
+// names and usages they ask for, writes their Secrets (tls.crt, tls.key,
+// ca.crt) and marks them Ready. It returns the member certificate's files,
+// which the pods mount.
 func issueAsCertManager(ctx context.Context, c *dbv1.RolisCluster, ca *testca.CA) testca.Pair {
 	GinkgoHelper()
-	server, clientCert := &cmv1.Certificate{}, &cmv1.Certificate{}
-	Eventually(func() error {
-		return k8s.Get(ctx, byKey(c.Namespace, specs.ServerCertificate(c, specs.DefaultOptions()).Name), server)
-	}, "60s").Should(Succeed())
-	Eventually(func() error { return k8s.Get(ctx, byKey(c.Namespace, specs.ClientCertificate(c).Name), clientCert) }, "60s").Should(Succeed())
-
-	var ips []net.IP
-	for _, ip := range server.Spec.IPAddresses {
-		ips = append(ips, net.ParseIP(ip))
-	}
-	member := ca.Issue(GinkgoTB(), testca.Spec{Name: server.Name, DNSNames: server.Spec.DNSNames, IPs: ips,
-		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
-	cliCert, cliKey := ca.IssuePEM(GinkgoTB(), testca.Spec{Name: clientCert.Spec.CommonName,
-		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	memberCert, memberKey := readPair(member)
-	for _, s := range []struct {
-		cert     *cmv1.Certificate
-		crt, key []byte
-	}{{server, memberCert, memberKey}, {clientCert, cliCert, cliKey}} {
+	var member testca.Pair
+	for _, want := range specs.Certificates(c, specs.DefaultOptions()) {
+		cert := &cmv1.Certificate{}
+		Eventually(func() error { return k8s.Get(ctx, byKey(c.Namespace, want.Name), cert) }, "60s").Should(Succeed())
+		var crt, key []byte
+		if cert.Name == specs.ServerCertificateName(c) {
+			var ips []net.IP
+			for _, ip := range cert.Spec.IPAddresses {
+				ips = append(ips, net.ParseIP(ip))
+			}
+			member = ca.Issue(GinkgoTB(), testca.Spec{Name: cert.Name, DNSNames: cert.Spec.DNSNames, IPs: ips, URIs: cert.Spec.URIs,
+				Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}})
+			crt, key = readPair(member)
+		} else {
+			crt, key = ca.IssuePEM(GinkgoTB(), testca.Spec{Name: cert.Spec.CommonName, URIs: cert.Spec.URIs,
+				Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+		}
 		Expect(k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: s.cert.Spec.SecretName},
+			ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: cert.Spec.SecretName},
 			Type:       corev1.SecretTypeTLS,
-			Data:       map[string][]byte{corev1.TLSCertKey: s.crt, corev1.TLSPrivateKeyKey: s.key, "ca.crt": ca.PEM},
+			Data:       map[string][]byte{corev1.TLSCertKey: crt, corev1.TLSPrivateKeyKey: key, "ca.crt": ca.PEM},
 		})).To(Succeed())
-		s.cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
+		cert.Status.Conditions = []cmv1.CertificateCondition{{Type: cmv1.CertificateConditionReady, Status: cmmeta.ConditionTrue,
 			Reason: "Issued", Message: "issued by the test", LastTransitionTime: ptr.To(metav1.Now())}}
-		Expect(k8s.Status().Update(ctx, s.cert)).To(Succeed())
+		Expect(k8s.Status().Update(ctx, cert)).To(Succeed())
 	}
 	return member
 }
@@ -76,8 +75,8 @@ func readPair(p testca.Pair) (crt, key []byte) {
 
 // electsOverMutualTLS starts c's three members as its StatefulSet would with
 // spec.tls (--tls-cert, --tls-key, --tls-ca: mutual TLS on every port) and
-// checks that the operator, with the client certificate from the cluster's
-// Secret, elects a leader that serves a client holding a certificate of the
+// checks that the operator, with the operator certificate from the
+// cluster's Secret, elects a leader that serves a client holding a certificate of the
 // cluster's CA, while a plaintext caller is refused.
 func electsOverMutualTLS(ctx context.Context, c *dbv1.RolisCluster) {
 	GinkgoHelper()
@@ -87,7 +86,7 @@ func electsOverMutualTLS(ctx context.Context, c *dbv1.RolisCluster) {
 	}
 	// Run alone (a label filter), the specs before it in its block did not
 	// install cert-manager's API; installing it again changes nothing.
-	installCRD("cert-manager.io_certificates.yaml")
+	installCertManager()
 	Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) {
 		c.Annotations = map[string]string{"test": "certificates"}
 	})).To(Succeed())
@@ -105,7 +104,7 @@ func electsOverMutualTLS(ctx context.Context, c *dbv1.RolisCluster) {
 	Eventually(podRoles(ctx, c)).Should(Equal(rolesWith(c, id)))
 
 	By("a client with a certificate of the cluster's CA writes through the leader; a plaintext caller is refused")
-	cli := ca.Issue(GinkgoTB(), testca.Spec{Name: "app", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	cli := ca.Issue(GinkgoTB(), testca.Spec{Name: "app", URIs: []string{specs.IdentityURI(c, "client", "app")}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cl, err := client.New(wctx, client.Config{Endpoints: procs.ClientAddrs(), CAFile: ca.CAFile, CertFile: cli.CertFile, KeyFile: cli.KeyFile})

@@ -36,11 +36,11 @@ func (tlsAdmin) Status(context.Context, *rolisv1.StatusRequest) (*rolisv1.Status
 	return &rolisv1.StatusResponse{Id: 1, Role: rolisv1.Role_FOLLOWER, Healthy: true}, nil
 }
 
-func TestTheOperatorReachesATLSMemberWithItsClientCertificate(t *testing.T) {
+func TestTheOperatorReachesATLSMemberWithItsOperatorCertificate(t *testing.T) {
 	g := NewWithT(t)
 	ca := testca.New(t, "operator")
 	db := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"},
-		Spec: dbv1.RolisClusterSpec{TLS: &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}}}
+		Spec: dbv1.RolisClusterSpec{TLS: &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}}}
 
 	// A member with the server certificate's names, requiring client certificates (mTLS).
 	srvCert, srvKey := ca.IssuePEM(t, testca.Spec{Name: "member", DNSNames: specs.ServerCertificate(db, specs.DefaultOptions()).Spec.DNSNames,
@@ -58,14 +58,14 @@ func TestTheOperatorReachesATLSMemberWithItsClientCertificate(t *testing.T) {
 	go srv.Serve(lis) //nolint:errcheck
 	defer srv.Stop()
 
-	cliCert, cliKey := ca.IssuePEM(t, testca.Spec{Name: "db-client", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.ClientSecretName(db), Namespace: "ns"},
-		Data: map[string][]byte{corev1.TLSCertKey: cliCert, corev1.TLSPrivateKeyKey: cliKey, "ca.crt": ca.PEM}}
+	opCert, opKey := ca.IssuePEM(t, testca.Spec{Name: "db-operator", Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: specs.OperatorSecretName(db), Namespace: "ns"},
+		Data: map[string][]byte{corev1.TLSCertKey: opCert, corev1.TLSPrivateKeyKey: opKey, "ca.crt": ca.PEM}}
 	reader := fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(secret).Build()
 
 	d := leadership.GRPCDialer{
 		Resolver: leadership.ResolverFunc(func(leadership.Target) (string, error) { return lis.Addr().String(), nil }),
-		TLS:      ClientTLS(reader, specs.DefaultOptions()),
+		TLS:      OperatorTLS(reader, specs.DefaultOptions()),
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -77,11 +77,22 @@ func TestTheOperatorReachesATLSMemberWithItsClientCertificate(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st.GetRole()).To(Equal(rolisv1.Role_FOLLOWER))
 
-	// Without the client Secret the dial fails and says which Secret.
+	// A cluster made by an older operator has only the client Secret until
+	// cert-manager issues the operator's: the operator uses the client's.
+	legacy := secret.DeepCopy()
+	legacy.Name = specs.ClientSecretName(db)
+	d.TLS = OperatorTLS(fake.NewClientBuilder().WithScheme(NewScheme()).WithObjects(legacy).Build(), specs.DefaultOptions())
+	c2, err := d.Dial(ctx, leadership.Target{Cluster: db, ID: 1, Pod: pod})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer c2.Close() //nolint:errcheck
+	_, err = c2.Status(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	// Without either Secret the dial fails and says which Secret.
 	empty := fake.NewClientBuilder().WithScheme(NewScheme()).Build()
-	d.TLS = ClientTLS(empty, specs.DefaultOptions())
+	d.TLS = OperatorTLS(empty, specs.DefaultOptions())
 	_, err = d.Dial(ctx, leadership.Target{Cluster: db, ID: 1, Pod: pod})
-	g.Expect(err).To(MatchError(ContainSubstring("ns/db-client-tls")))
+	g.Expect(err).To(MatchError(ContainSubstring("ns/db-operator-tls")))
 
 	// A Secret without a usable CA is refused rather than trusted blindly.
 	secret.Data["ca.crt"] = []byte("not a certificate")

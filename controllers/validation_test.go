@@ -66,7 +66,7 @@ var _ = Describe("Validation by the API server", func() {
 		Entry("a batch size of zero", func(c *dbv1.RolisCluster) { c.Spec.BatchSize = -5 },
 			"spec.batchSize", "should be greater than or equal to 1"),
 		Entry("a TLS issuer of an unknown kind", func(c *dbv1.RolisCluster) {
-			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca", Kind: "Vault"}}
+			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca", Kind: "Vault"}}
 		}, "spec.tls.issuerRef.kind", "Unsupported value"),
 		Entry("a durability other than disk or memory", func(c *dbv1.RolisCluster) { c.Spec.Durability = "tape" },
 			`spec.durability: Unsupported value: "tape"`),
@@ -136,9 +136,9 @@ var _ = Describe("Validation by the API server", func() {
 		})
 		It("rejects turning TLS on", func() {
 			err := update(func(c *dbv1.RolisCluster) {
-				c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+				c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 			})
-			Expect(err).To(MatchError(ContainSubstring("tls cannot be turned on or off after creation")))
+			Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot change after creation")))
 		})
 		It("rejects an even replica count on update too", func() {
 			err := update(func(c *dbv1.RolisCluster) { c.Spec.Replicas = 2 })
@@ -185,13 +185,28 @@ var _ = Describe("Validation by the API server", func() {
 		Expect(c.Spec.Replicas).To(Equal(int32(3)))
 	})
 
-	It("rejects turning TLS off", func() {
+	It("rejects turning TLS off, and accepts spelling out what the default already is", func() {
 		c := newCluster(ns, "tls", 1)
-		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		cur := getCluster(ctx, c)
-		Expect(cur.Spec.TLS.IssuerRef.Kind).To(Equal("Issuer"), "defaulted")
-		cur.Spec.TLS = nil
-		Expect(k8s.Update(ctx, cur)).To(MatchError(ContainSubstring("tls cannot be turned on or off after creation")))
+		Expect(getCluster(ctx, c).Spec.TLS.IssuerRef.Kind).To(Equal("Issuer"), "defaulted")
+		// (updateCluster retries when the operator wrote the cluster in between.)
+		err := updateCluster(ctx, c, func(c *dbv1.RolisCluster) { c.Spec.TLS.Enabled = ptr.To(false) })
+		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot change after creation")))
+
+		// TLS is on by default: removing the block, or adding one that
+		// leaves enabled unset or true, changes nothing the members run.
+		Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) { c.Spec.TLS = nil })).To(Succeed())
+		Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) {
+			c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(true), ReadOnlyClient: true}
+		})).To(Succeed())
+		d := newCluster(ns, "default-tls", 1)
+		d.Spec.TLS = nil
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Expect(updateCluster(ctx, d, func(c *dbv1.RolisCluster) {
+			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "corp", Kind: "ClusterIssuer"}}
+		})).To(Succeed())
+		err = updateCluster(ctx, d, func(c *dbv1.RolisCluster) { c.Spec.TLS.Enabled = ptr.To(false) })
+		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot change after creation")))
 	})
 })

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrlclient "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
@@ -30,6 +33,8 @@ const (
 	// runLabel marks the namespaces the suite creates, so that a later run
 	// finds those an interrupted run left behind (removeLeftovers).
 	runLabel = "e2e.rolis.io/run"
+	// podSecurityEnforce is the Pod Security admission label of a namespace.
+	podSecurityEnforce = "pod-security.kubernetes.io/enforce"
 )
 
 // run runs a command with a time limit and returns its combined output.
@@ -86,7 +91,9 @@ func newNamespace(prefix string) string {
 	GinkgoHelper()
 	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000)
 	must(30*time.Second, "create", "namespace", ns)
-	must(30*time.Second, "label", "namespace", ns, runLabel+"=true")
+	// Every pod of the suite must pass the restricted Pod Security Standard:
+	// a member pod that stops passing it fails the scenarios.
+	must(30*time.Second, "label", "namespace", ns, runLabel+"=true", podSecurityEnforce+"=restricted")
 	DeferCleanup(func() {
 		if CurrentSpecReport().Failed() {
 			saveArtifacts(ns)
@@ -175,8 +182,27 @@ func waitReady(ns, name string, limit time.Duration) *dbv1.RolisCluster {
 	})
 }
 
-// applySample applies config/samples (the file users apply) in ns.
+// applySample applies config/samples (the file users apply) in ns, with
+// spec.tls.enabled: false: the scenarios of replication, failover and
+// operations reach the members through plaintext port-forwards, with or
+// without cert-manager. The sample as users apply it (TLS by default) is
+// the security scenario's (applySampleAsIs).
 func applySample(ns string) {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(E.Root, sampleFile))
+	Expect(err).NotTo(HaveOccurred())
+	obj := map[string]any{}
+	Expect(yaml.Unmarshal(data, &obj)).To(Succeed())
+	obj["spec"].(map[string]any)["tls"] = map[string]any{"enabled": false}
+	out, err := yaml.Marshal(obj)
+	Expect(err).NotTo(HaveOccurred())
+	f := filepath.Join(GinkgoT().TempDir(), "sample-plaintext.yaml")
+	Expect(os.WriteFile(f, out, 0o644)).To(Succeed())
+	must(time.Minute, "-n", ns, "apply", "-f", f)
+}
+
+// applySampleAsIs applies config/samples unchanged in ns.
+func applySampleAsIs(ns string) {
 	GinkgoHelper()
 	must(time.Minute, "-n", ns, "apply", "-f", sampleFile)
 }

@@ -80,8 +80,55 @@ func (c *RolisCluster) ScrapeInterval() string {
 	return DefaultScrapeInterval
 }
 
-// TLSEnabled reports whether the members use TLS.
-func (c *RolisCluster) TLSEnabled() bool { return c.Spec.TLS != nil }
+// AnnotationTLSMode records the TLS mode the operator chose for a cluster
+// (TLSModeMutual or TLSModePlaintext) when it first made its members: the
+// spec's default depends on whether cert-manager is installed, and members
+// of one cluster must all speak the same (docs/operations.md, "Kubernetes
+// security").
+const AnnotationTLSMode = "db.rolis.io/tls-mode"
+
+// AnnotationTLSModeReason says why a cluster's members speak plaintext
+// (the reason of its TLSDisabled condition), recorded with AnnotationTLSMode.
+const AnnotationTLSModeReason = "db.rolis.io/tls-mode-reason"
+
+// TLS modes of AnnotationTLSMode.
+const (
+	TLSModeMutual    = "mutual"
+	TLSModePlaintext = "plaintext"
+)
+
+// TLSRequested reports what the spec asks for: TLS unless spec.tls.enabled
+// is false.
+func (c *RolisCluster) TLSRequested() bool {
+	return c.Spec.TLS == nil || c.Spec.TLS.Enabled == nil || *c.Spec.TLS.Enabled
+}
+
+// TLSExplicit reports whether the spec names TLS explicitly (enabled set or
+// an issuer given) rather than leaving it to the default.
+func (c *RolisCluster) TLSExplicit() bool {
+	return c.Spec.TLS != nil && (c.Spec.TLS.Enabled != nil || c.Spec.TLS.IssuerRef != nil)
+}
+
+// TLSEnabled reports whether the members use TLS: the mode the operator
+// recorded (AnnotationTLSMode), else what the spec asks for.
+func (c *RolisCluster) TLSEnabled() bool {
+	switch c.Annotations[AnnotationTLSMode] {
+	case TLSModeMutual:
+		return true
+	case TLSModePlaintext:
+		return false
+	}
+	return c.TLSRequested()
+}
+
+// DefaultIssuer reports whether the operator makes the cluster's CA (no
+// spec.tls.issuerRef).
+func (c *RolisCluster) DefaultIssuer() bool { return c.Spec.TLS == nil || c.Spec.TLS.IssuerRef == nil }
+
+// NetworkPolicyEnabled returns spec.networkPolicy.enabled or its default, true.
+func (c *RolisCluster) NetworkPolicyEnabled() bool {
+	return c.Spec.NetworkPolicy.Enabled == nil || *c.Spec.NetworkPolicy.Enabled
+}
 
 // PrefaultMemoryBytes returns spec.prefaultMemory in bytes (0: none).
 func (c *RolisCluster) PrefaultMemoryBytes() int64 {

@@ -18,7 +18,7 @@ import (
 // Fields whose change would be unsafe on a running cluster are immutable and
 // the API server rejects the change (see docs/operator.md, "Immutable fields").
 // +kubebuilder:validation:XValidation:rule="!has(self.workerThreads) || !has(self.replicationStreams) || self.workerThreads <= self.replicationStreams",message="workerThreads must be at most replicationStreams: each worker commits on a replication stream of its own"
-// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls cannot be turned on or off after creation: members of one cluster must all speak TLS or all speak plaintext; create a new cluster instead"
+// +kubebuilder:validation:XValidation:rule="(!has(self.tls) || !has(self.tls.enabled) || self.tls.enabled) == (!has(oldSelf.tls) || !has(oldSelf.tls.enabled) || oldSelf.tls.enabled)",message="tls.enabled cannot change after creation: members of one cluster must all speak TLS or all speak plaintext; create a new cluster instead (a tls block that leaves enabled unset or true may be added to a cluster created without one)"
 // +kubebuilder:validation:XValidation:rule="(has(self.tables) ? self.tables : []) == (has(oldSelf.tables) ? oldSelf.tables : [])",message="tables is immutable: rolisd numbers tables in the order of --tables and replicates writes by that number, so every member must have the same list; create a new cluster instead"
 type RolisClusterSpec struct {
 	// Replicas is the number of members. It must be odd so that every
@@ -150,11 +150,25 @@ type RolisClusterSpec struct {
 	// +optional
 	Storage StorageSpec `json:"storage,omitempty"`
 
-	// TLS turns on TLS for the client, admin and replication endpoints with
-	// certificates issued by cert-manager. It cannot be turned on or off
-	// after creation.
+	// TLS of the client, admin, replication and metrics ports, with
+	// certificates issued by cert-manager. On by default: without this
+	// field (or with enabled unset) and with cert-manager installed, the
+	// operator makes a CA for the cluster and issues from it; without
+	// cert-manager the cluster runs in plaintext and says so in a
+	// TLSDisabled condition (docs/operations.md, "Kubernetes security").
+	// enabled cannot change after creation.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// ClientSelector selects the pods that may reach the client port when
+	// the operator makes the cluster's NetworkPolicy. Unset: any pod of
+	// any namespace.
+	// +optional
+	ClientSelector *metav1.LabelSelector `json:"clientSelector,omitempty"`
+
+	// NetworkPolicy of the members' ports.
+	// +optional
+	NetworkPolicy NetworkPolicySpec `json:"networkPolicy,omitempty"`
 
 	// Monitoring creates a Prometheus ServiceMonitor for the members.
 	// +optional
@@ -221,12 +235,32 @@ type StorageSpec struct {
 	RetentionPolicy *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy `json:"retentionPolicy,omitempty"`
 }
 
-// TLSSpec asks cert-manager for the members' certificates.
+// TLSSpec asks cert-manager for the certificates of the cluster's
+// identities (docs/operations.md, "Certificate identities").
 type TLSSpec struct {
+	// Enabled: false runs the cluster in plaintext (the status says so in
+	// a TLSDisabled condition). Unset: true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 	// IssuerRef is the cert-manager Issuer or ClusterIssuer that signs the
-	// member and client certificates.
-	// +required
-	IssuerRef IssuerReference `json:"issuerRef"`
+	// member, operator and client certificates. Unset: the operator makes
+	// a self-signed CA for the cluster (an Issuer <name>-ca).
+	// +optional
+	IssuerRef *IssuerReference `json:"issuerRef,omitempty"`
+	// ReadOnlyClient also issues a client-readonly certificate (Secret
+	// <name>-client-readonly-tls): the Rolis client service, reads only.
+	// +optional
+	ReadOnlyClient bool `json:"readOnlyClient,omitempty"`
+}
+
+// NetworkPolicySpec turns the cluster's NetworkPolicy on or off.
+type NetworkPolicySpec struct {
+	// Enabled makes a NetworkPolicy that admits the replication ports only
+	// from the members, the admin port only from the operator's namespace,
+	// the client port from spec.clientSelector and the metrics port from
+	// spec.monitoring.namespaceSelector. Unset: true.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // IssuerReference names a cert-manager issuer.
@@ -259,6 +293,11 @@ type MonitoringSpec struct {
 	// Labels added to the ServiceMonitor, so that a Prometheus selects it.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// NamespaceSelector selects the namespaces whose pods may reach the
+	// metrics port through the cluster's NetworkPolicy (where Prometheus
+	// runs). Unset: any namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 }
 
 // FailoverSpec tunes failure detection.

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,11 +27,13 @@ import (
 func main() {
 	var (
 		metricsAddr   = flag.String("metrics-bind-address", ":8080", "address of the operator's /metrics (0 turns it off)")
+		metricsSecure = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers whose token may get /metrics (the metrics-reader ClusterRole); false: plain HTTP, no authentication")
+		metricsCerts  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key of the metrics endpoint (default: a self-signed certificate made at start)")
 		probeAddr     = flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 		leaderElect   = flag.Bool("leader-elect", true, "elect one active operator among the replicas (keep on with more than one replica)")
 		electionID    = flag.String("leader-election-id", "rolis-operator.db.rolis.io", "name of the operator's leader election Lease")
 		electionNS    = flag.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the operator's namespace)")
-		namespace     = flag.String("watch-namespace", "", "only manage clusters of this namespace (default: all)")
+		namespace     = flag.String("watch-namespace", "", "only manage clusters of these namespaces, comma-separated (default: all)")
 		clusterDomain = flag.String("cluster-domain", "cluster.local", "DNS suffix of the Kubernetes cluster (peer names)")
 		probeTimeout  = flag.Duration("probe-timeout", time.Second, "bound of one admin Status call")
 	)
@@ -47,17 +50,22 @@ func main() {
 	}
 	mgr, err := controllers.NewManager(cfg, controllers.ManagerOptions{
 		MetricsAddr:             *metricsAddr,
+		MetricsSecure:           *metricsSecure,
+		MetricsCertDir:          *metricsCerts,
 		ProbeAddr:               *probeAddr,
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        *electionID,
 		LeaderElectionNamespace: *electionNS,
-		Namespace:               *namespace,
+		Namespaces:              splitList(*namespace),
 	})
 	if err != nil {
 		log.Error(err, "cannot create the manager")
 		os.Exit(1)
 	}
 
+	// The operator's namespace (the downward API's POD_NAMESPACE) is the
+	// only one the members' NetworkPolicy admits on the admin port.
+	options := specs.Options{ClusterDomain: *clusterDomain, OperatorNamespace: os.Getenv("POD_NAMESPACE")}
 	identity, _ := os.Hostname()
 	timeouts := leadership.DefaultTimeouts()
 	timeouts.Probe = *probeTimeout
@@ -68,9 +76,9 @@ func main() {
 		Recorder:  mgr.GetEventRecorder("rolis-operator"),
 		Dialer: leadership.GRPCDialer{
 			Resolver: leadership.PodIPResolver{Port: specs.AdminPort},
-			TLS:      controllers.ClientTLS(mgr.GetAPIReader(), specs.Options{ClusterDomain: *clusterDomain}),
+			TLS:      controllers.OperatorTLS(mgr.GetAPIReader(), options),
 		},
-		Options:  specs.Options{ClusterDomain: *clusterDomain},
+		Options:  options,
 		Timeouts: timeouts,
 		Identity: fmt.Sprintf("%s-%d", identity, os.Getpid()),
 	}
@@ -86,9 +94,20 @@ func main() {
 		log.Error(err, "cannot add the ready check")
 		os.Exit(1)
 	}
-	log.Info("starting", "leaderElection", *leaderElect, "namespace", *namespace)
+	log.Info("starting", "leaderElection", *leaderElect, "namespaces", *namespace, "operatorNamespace", options.OperatorNamespace)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

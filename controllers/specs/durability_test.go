@@ -49,7 +49,7 @@ func TestDataDirectoryIsOnThePersistentVolumeClaim(t *testing.T) {
 	g := NewWithT(t)
 	variants := map[string]func(*dbv1.RolisCluster){
 		"default": func(*dbv1.RolisCluster) {},
-		"tls":     func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}} },
+		"tls":     func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}} },
 		"memory":  func(c *dbv1.RolisCluster) { c.Spec.Durability = dbv1.DurabilityMemory },
 	}
 	for name, change := range variants {

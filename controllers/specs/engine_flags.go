@@ -9,8 +9,24 @@ package specs
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 )
+
+// FlagTLSTrustDomain makes rolisd refuse a certificate whose URI SAN has
+// another trust domain than the cluster's (docs/operations.md, "Certificate
+// identities"); given with the TLS flags.
+const FlagTLSTrustDomain = "--tls-trust-domain"
+
+// MetricsScheme is the scheme of the metrics port: HTTPS when the members
+// use TLS.
+func MetricsScheme(c *dbv1.RolisCluster) corev1.URIScheme {
+	if c.TLSEnabled() {
+		return corev1.URISchemeHTTPS
+	}
+	return corev1.URISchemeHTTP
+}
 
 // optionalEngineFlags are the rolisd flags of spec fields that are unset
 // by default; an unset field adds no flag, so the pod template of a

@@ -96,6 +96,10 @@ func MemberIDs(n int32) []int32 {
 type Options struct {
 	// ClusterDomain is the DNS suffix of the Kubernetes cluster.
 	ClusterDomain string
+	// OperatorNamespace is where the operator runs (its POD_NAMESPACE):
+	// the NetworkPolicy admits the admin port from there only. Empty: the
+	// operator runs outside the cluster.
+	OperatorNamespace string
 }
 
 // DefaultOptions are those of a standard cluster.
@@ -139,6 +143,33 @@ func ClientCertificateName(c *dbv1.RolisCluster) string { return c.Name + "-clie
 
 // ClientSecretName holds the client key pair and CA.
 func ClientSecretName(c *dbv1.RolisCluster) string { return c.Name + "-client-tls" }
+
+// OperatorCertificateName is the operator's certificate (the admin port).
+func OperatorCertificateName(c *dbv1.RolisCluster) string { return c.Name + "-operator" }
+
+// OperatorSecretName holds the operator's key pair and CA.
+func OperatorSecretName(c *dbv1.RolisCluster) string { return c.Name + "-operator-tls" }
+
+// ReadOnlyClientCertificateName is the read-only client certificate.
+func ReadOnlyClientCertificateName(c *dbv1.RolisCluster) string { return c.Name + "-client-readonly" }
+
+// ReadOnlyClientSecretName holds the read-only client key pair and CA.
+func ReadOnlyClientSecretName(c *dbv1.RolisCluster) string { return c.Name + "-client-readonly-tls" }
+
+// SelfSignedIssuerName signs only the cluster's own CA.
+func SelfSignedIssuerName(c *dbv1.RolisCluster) string { return c.Name + "-selfsigned" }
+
+// CACertificateName is the cluster's own CA (without spec.tls.issuerRef).
+func CACertificateName(c *dbv1.RolisCluster) string { return c.Name + "-ca" }
+
+// CASecretName holds the cluster's own CA key pair.
+func CASecretName(c *dbv1.RolisCluster) string { return c.Name + "-ca" }
+
+// CAIssuerName issues the cluster's certificates from its own CA.
+func CAIssuerName(c *dbv1.RolisCluster) string { return c.Name + "-ca" }
+
+// NetworkPolicyName is the NetworkPolicy of the members.
+func NetworkPolicyName(c *dbv1.RolisCluster) string { return c.Name }
 
 // PodName is the name of the pod of member id (its ordinal).
 func PodName(c *dbv1.RolisCluster, ordinal int32) string {

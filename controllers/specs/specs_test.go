@@ -39,6 +39,7 @@ func sample() *dbv1.RolisCluster {
 			BatchSize:     200,
 			BatchTimeout:  &metav1.Duration{Duration: 2 * time.Millisecond},
 			Storage:       dbv1.StorageSpec{Size: ptr.To(resource.MustParse("2Gi")), StorageClassName: ptr.To("fast")},
+			TLS:           &dbv1.TLSSpec{Enabled: ptr.To(false)},
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 			},
@@ -78,25 +79,36 @@ func TestBuildersMatchGoldenObjects(t *testing.T) {
 	golden(t, "service-read", ReadService(c))
 	golden(t, "statefulset", StatefulSet(c, 3, "abc123", o))
 	golden(t, "pdb", PodDisruptionBudget(c))
-	golden(t, "servicemonitor", ServiceMonitor(c))
+	golden(t, "servicemonitor", ServiceMonitor(c, o))
+	golden(t, "networkpolicy", NetworkPolicy(c, o))
 	tls := sample()
-	tls.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca", Kind: "ClusterIssuer"}}
+	tls.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca", Kind: "ClusterIssuer"}}
 	golden(t, "certificate-server", ServerCertificate(tls, o))
 	golden(t, "certificate-client", ClientCertificate(tls))
+	golden(t, "certificate-operator", OperatorCertificate(tls))
+	golden(t, "certificate-client-readonly", ReadOnlyClientCertificate(tls))
 	golden(t, "statefulset-tls", StatefulSet(tls, 3, "abc123", o))
+	golden(t, "servicemonitor-tls", ServiceMonitor(tls, o))
+	def := sample()
+	def.Spec.TLS = nil
+	golden(t, "issuer-selfsigned", SelfSignedIssuer(def))
+	golden(t, "certificate-ca", CACertificate(def))
+	golden(t, "issuer-ca", CAIssuer(def))
 }
 
 func TestEveryObjectIsOwnedByTheCluster(t *testing.T) {
 	g := NewWithT(t)
 	c, o := sample(), DefaultOptions()
-	c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+	c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 	want := metav1.OwnerReference{APIVersion: "db.rolis.io/v1alpha1", Kind: "RolisCluster", Name: "db", UID: "uid-1",
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	for _, m := range []metav1.ObjectMeta{
 		EngineConfigMap(c, 3, o).ObjectMeta, HeadlessService(c).ObjectMeta,
 		ClientService(c).ObjectMeta, ReadService(c).ObjectMeta, StatefulSet(c, 3, "h", o).ObjectMeta,
-		PodDisruptionBudget(c).ObjectMeta, ServiceMonitor(c).ObjectMeta, ServerCertificate(c, o).ObjectMeta,
-		ClientCertificate(c).ObjectMeta, FailoverLease(c).ObjectMeta,
+		PodDisruptionBudget(c).ObjectMeta, ServiceMonitor(c, o).ObjectMeta, ServerCertificate(c, o).ObjectMeta,
+		ClientCertificate(c).ObjectMeta, FailoverLease(c).ObjectMeta, OperatorCertificate(c).ObjectMeta,
+		ReadOnlyClientCertificate(c).ObjectMeta, NetworkPolicy(c, o).ObjectMeta, SelfSignedIssuer(c).ObjectMeta,
+		CACertificate(c).ObjectMeta, CAIssuer(c).ObjectMeta,
 	} {
 		g.Expect(m.OwnerReferences).To(Equal([]metav1.OwnerReference{want}), m.Name)
 		g.Expect(m.Namespace).To(Equal("prod"), m.Name)
@@ -226,7 +238,7 @@ func TestStatefulSetIsSafeByConstruction(t *testing.T) {
 func TestTLSMountsTheCertificateAndPassesItsFlags(t *testing.T) {
 	g := NewWithT(t)
 	c := sample()
-	c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+	c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 	pod := StatefulSet(c, 3, "h", DefaultOptions()).Spec.Template.Spec
 	g.Expect(pod.Containers[0].Args).To(ContainElements(
 		"--tls-cert=/etc/rolis/tls/tls.crt", "--tls-key=/etc/rolis/tls/tls.key", "--tls-ca=/etc/rolis/tls/ca.crt"))
@@ -302,12 +314,12 @@ func TestDefaultsApplyToAnUndefaultedCluster(t *testing.T) {
 	g := NewWithT(t)
 	c := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "n"}, Spec: dbv1.RolisClusterSpec{Image: "i"}}
 	s := EngineSettings(c)
-	g.Expect(s).To(Equal(map[string]string{KeyWorkerThreads: "2", KeyBatchSize: "200", KeyBatchTimeout: "1ms", KeyTLS: "false", KeyDurability: "disk"}))
+	g.Expect(s).To(Equal(map[string]string{KeyWorkerThreads: "2", KeyBatchSize: "200", KeyBatchTimeout: "1ms", KeyTLS: "true", KeyDurability: "disk"}), "TLS is on by default")
 	sts := StatefulSet(c, c.DesiredReplicas(), "h", DefaultOptions())
 	g.Expect(*sts.Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests.Storage().String()).To(Equal("1Gi"))
 	g.Expect(sts.Spec.Template.Spec.Containers[0].ImagePullPolicy).To(Equal(corev1.PullIfNotPresent))
-	g.Expect(string(ServiceMonitor(c).Spec.Endpoints[0].Interval)).To(Equal("30s"))
+	g.Expect(string(ServiceMonitor(c, DefaultOptions()).Spec.Endpoints[0].Interval)).To(Equal("30s"))
 }
 
 func TestInvalidSpecComparesPrefaultWithTheMemoryLimit(t *testing.T) {

@@ -69,16 +69,20 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 			"--tls-cert="+TLSDir+"/tls.crt",
 			"--tls-key="+TLSDir+"/tls.key",
 			"--tls-ca="+TLSDir+"/ca.crt",
+			FlagTLSTrustDomain+"="+TrustDomain(c),
 		)
 	}
 	args = append(args, optionalEngineFlags(c)...)
 	return args
 }
 
-func httpProbe(path string, period, failures int32) *corev1.Probe {
+// httpProbe checks a path of the metrics port, over HTTPS when the members
+// use TLS (rolisd then serves the metrics port with its member certificate;
+// the kubelet does not verify it).
+func httpProbe(c *dbv1.RolisCluster, path string, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-			Path: path, Port: intstr.FromString(MetricsPortName), Scheme: corev1.URISchemeHTTP,
+			Path: path, Port: intstr.FromString(MetricsPortName), Scheme: MetricsScheme(c),
 		}},
 		TimeoutSeconds:   1,
 		PeriodSeconds:    period,
@@ -195,9 +199,9 @@ func PodTemplate(c *dbv1.RolisCluster, configHash string, o Options) corev1.PodT
 		// not starting, not a candidate, not catching up) on the metrics
 		// port. Readiness gates the read Service; leadership is the
 		// operator's business, not the kubelet's.
-		StartupProbe:             httpProbe("/healthz", 2, 60),
-		LivenessProbe:            httpProbe("/healthz", 10, 6),
-		ReadinessProbe:           httpProbe("/readyz", 5, 2),
+		StartupProbe:             httpProbe(c, "/healthz", 2, 60),
+		LivenessProbe:            httpProbe(c, "/healthz", 10, 6),
+		ReadinessProbe:           httpProbe(c, "/readyz", 5, 2),
 		SecurityContext:          RestrictedContainerSecurity(),
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

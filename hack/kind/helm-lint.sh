@@ -30,7 +30,38 @@ helm template rolis "$CHART" -n rolis-system --api-versions monitoring.coreos.co
 grep -q '^kind: PrometheusRule' "$out/with-api.yaml" || die "alerts.enabled=auto rendered no PrometheusRule with the API"
 helm template rolis "$CHART" -n rolis-system --set crds.install=false >"$out/no-crds.yaml"
 ! grep -q '^kind: CustomResourceDefinition' "$out/no-crds.yaml" || die "crds.install=false rendered the CRD"
-info "rendered: $(grep -c '^kind:' "$out/default.yaml") objects (default), $(grep -c '^kind:' "$out/all-on.yaml") (all on), in $out"
+NAMESPACED=(--set "watchNamespaces={team-a,team-b}")
+step "helm lint (namespaced RBAC)" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" "${NAMESPACED[@]}"
+step "helm template (namespaced RBAC)" helm template rolis "$CHART" --kube-version "$K8S_VERSION" -n rolis-system "${NAMESPACED[@]}" >"$out/namespaced.yaml"
+info "rendered: $(grep -c '^kind:' "$out/default.yaml") objects (default), $(grep -c '^kind:' "$out/all-on.yaml") (all on), $(grep -c '^kind:' "$out/namespaced.yaml") (namespaced), in $out"
+
+# The RBAC modes (docs/operations.md, "RBAC modes"). kinds_named FILE NAME
+# lists "Kind namespace" of every rendered object called NAME.
+kinds_named() {
+  awk -v want="$2" '
+    /^---/ { if (name == want) print kind " " ns; kind = ""; name = ""; ns = "-"; inmeta = 0; next }
+    /^kind:/ { kind = $2 }
+    /^metadata:/ { inmeta = 1; next }
+    /^[^ ]/ { inmeta = 0 }
+    inmeta && /^  name:/ { name = $2 }
+    inmeta && /^  namespace:/ { ns = $2 }
+    END { if (name == want) print kind " " ns }' "$1" | sort
+}
+expect_rbac() { # FILE WANT DESCRIPTION
+  got=$(kinds_named "$1" rolis-rolis-operator | grep -E '^(ClusterRole|ClusterRoleBinding|Role|RoleBinding) ' | tr '\n' ';')
+  [ "$got" = "$2" ] || die "RBAC ($3): want \"$2\", rendered \"$got\""
+  info "RBAC ($3): $got"
+}
+expect_rbac "$out/default.yaml" "ClusterRole -;ClusterRoleBinding -;" "cluster-wide"
+expect_rbac "$out/namespaced.yaml" "Role team-a;Role team-b;RoleBinding team-a;RoleBinding team-b;" "namespaced"
+grep -q -- '--watch-namespace=team-a,team-b' "$out/namespaced.yaml" || die "namespaced mode: the operator is not started with --watch-namespace=team-a,team-b"
+! grep -q -- '--watch-namespace' "$out/default.yaml" || die "cluster-wide mode: the operator must not get --watch-namespace"
+grep -q -- '--metrics-secure=true' "$out/default.yaml" || die "the operator's metrics are not secure by default"
+for f in default namespaced; do
+  for r in metrics-auth metrics-reader; do
+    [ -n "$(kinds_named "$out/$f.yaml" "rolis-rolis-operator-$r" | grep '^ClusterRole ')" ] || die "$f: no ClusterRole rolis-rolis-operator-$r"
+  done
+done
 if [ -d "$ROOT/config/default" ]; then
   ensure_kustomize
   step "kustomize build config/default" sh -c "kustomize build '$ROOT/config/default' >'$out/kustomize.yaml'"

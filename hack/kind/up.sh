@@ -2,7 +2,8 @@
 # One command from a fresh machine to a running local Kubernetes cluster
 # (`make kind-up`): Docker daemon, base images, Kind node image, a cluster of
 # 1 control plane + 3 workers with pod networking and node-local storage,
-# then the add-ons (cert-manager, Prometheus). Every step is idempotent and
+# then the add-ons (cert-manager, Prometheus, the NetworkPolicy enforcer
+# kube-network-policies). Every step is idempotent and
 # cached ($ROLIS_CACHE, default ~/.cache/rolis): the first run builds
 # Kubernetes, etcd and coredns from Go module sources (about 40 minutes on 2
 # busy cores), later runs take seconds to a minute or two.
@@ -10,7 +11,7 @@
 # (KIND_ADDONS="" KIND_SMOKE=0: the cluster alone, as the quick e2e subset
 # needs it; the add-ons build from source the first time.)
 source "$(dirname "$0")/lib.sh"
-KIND_ADDONS="${KIND_ADDONS-cert-manager monitoring}"
+KIND_ADDONS="${KIND_ADDONS-cert-manager monitoring network-policies}"
 KIND_SMOKE="${KIND_SMOKE:-1}"
 
 step "Docker daemon" "$KIND_DIR/docker-up.sh"

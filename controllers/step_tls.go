@@ -1,0 +1,180 @@
+/*
+Copyright 2026 The Rolis Authors.
+
+SPDX-License-Identifier: Apache-2.0
+*/
+
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	cmv1 "github.com/cert-manager/cert-manager/pkg/apis/certmanager/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
+	"github.com/rolisdb/rolis/controllers/specs"
+)
+
+// ConditionTLSDisabled is True while the members speak plaintext; the
+// reason says why (docs/operations.md, "Kubernetes security").
+const ConditionTLSDisabled = "TLSDisabled"
+
+// Reasons of the TLS mode.
+const (
+	// ReasonTLSDisabledBySpec: spec.tls.enabled is false.
+	ReasonTLSDisabledBySpec = "DisabledBySpec"
+	// ReasonTLSNoCertManager: TLS was left to the default and cert-manager
+	// was not installed when the members were first made.
+	ReasonTLSNoCertManager = "CertManagerNotInstalled"
+	// ReasonTLSCreatedWithout: the members ran in plaintext before the
+	// operator recorded a mode (a cluster made by an older operator).
+	ReasonTLSCreatedWithout = "CreatedWithoutTLS"
+	// ReasonTLSChangeRefused: the spec asks for another mode than the
+	// members run; the operator keeps theirs.
+	ReasonTLSChangeRefused = "TLSChangeNotSupported"
+	// ReasonTLSModeChosen is the event of the recorded mode.
+	ReasonTLSModeChosen = "TLSModeChosen"
+)
+
+func tlsMode(on bool) string {
+	if on {
+		return dbv1.TLSModeMutual
+	}
+	return dbv1.TLSModePlaintext
+}
+
+// runningTLSMode is the mode the StatefulSet's members run, from their flags.
+func runningTLSMode(sts *appsv1.StatefulSet) string {
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name == specs.ContainerRun {
+			return tlsMode(slices.ContainsFunc(ctr.Args, func(a string) bool { return strings.HasPrefix(a, "--tls-ca=") }))
+		}
+	}
+	return ""
+}
+
+func (r *Reconciler) certManagerInstalled() (bool, error) {
+	return r.crdInstalled(schema.GroupKind{Group: cmv1.SchemeGroupVersion.Group, Kind: "Certificate"}, cmv1.SchemeGroupVersion.Version)
+}
+
+// resolveTLSMode decides whether the members speak mutual TLS and records
+// it on the cluster (dbv1.AnnotationTLSMode), which every later step and
+// the admin dialer read through c.TLSEnabled():
+//   - members that exist keep the mode they run: members of one cluster
+//     must all speak the same, and a change would need a rolling change
+//     that accepts both for one rollout (not done: the spec's change is
+//     refused with a Degraded condition, and nothing changes);
+//   - otherwise spec.tls.enabled decides, and when the spec leaves it to
+//     the default, TLS is on where cert-manager is installed; without
+//     cert-manager the cluster comes up in plaintext and says so.
+func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, error) {
+	c := s.cluster
+	recorded, recordedWhy := c.Annotations[dbv1.AnnotationTLSMode], c.Annotations[dbv1.AnnotationTLSModeReason]
+	// The first decision reads the StatefulSet around the cache: a cache
+	// that has not seen members yet must not make them switch.
+	var reader client.Reader = r.Client
+	if recorded == "" {
+		reader = r.APIReader
+	}
+	running := ""
+	sts := &appsv1.StatefulSet{}
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, sts); {
+	case err == nil:
+		running = runningTLSMode(sts)
+	case !apierrors.IsNotFound(err):
+		return proceed, err
+	}
+
+	want, why := recorded, recordedWhy
+	switch {
+	case running != "":
+		if running != recorded {
+			why = ""
+			if running == dbv1.TLSModePlaintext {
+				why = ReasonTLSCreatedWithout
+			}
+		}
+		want = running
+		if asked := tlsMode(c.TLSRequested()); (c.TLSExplicit() || !c.TLSRequested()) && asked != running {
+			msg := fmt.Sprintf("spec.tls asks for %s but the members run %s: a running cluster cannot change its TLS mode (create a new cluster); the members keep %s",
+				asked, running, running)
+			s.problem(ReasonTLSChangeRefused, msg)
+		}
+	case !c.TLSRequested():
+		want, why = dbv1.TLSModePlaintext, ReasonTLSDisabledBySpec
+	case c.TLSExplicit():
+		want, why = dbv1.TLSModeMutual, ""
+	default:
+		installed, err := r.certManagerInstalled()
+		if err != nil {
+			return proceed, err
+		}
+		want, why = tlsMode(installed), ""
+		if !installed {
+			why = ReasonTLSNoCertManager
+		}
+	}
+	if want == dbv1.TLSModeMutual {
+		why = ""
+	} else if !c.TLSRequested() {
+		why = ReasonTLSDisabledBySpec // the spec's own word, whatever came first
+	} else if why == "" {
+		why = ReasonTLSNoCertManager
+	}
+
+	if want != recorded || why != recordedWhy {
+		patch := client.MergeFrom(c.DeepCopy())
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[dbv1.AnnotationTLSMode] = want
+		if why == "" {
+			delete(c.Annotations, dbv1.AnnotationTLSModeReason)
+		} else {
+			c.Annotations[dbv1.AnnotationTLSModeReason] = why
+		}
+		if err := r.Patch(ctx, c, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				return stopFor(0), nil // deleted under the reconcile
+			}
+			return proceed, err
+		}
+		s.original.Annotations = c.DeepCopy().Annotations
+		s.original.ResourceVersion = c.ResourceVersion
+		if want != recorded {
+			kind := corev1.EventTypeNormal
+			if want == dbv1.TLSModePlaintext {
+				kind = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(c, nil, kind, ReasonTLSModeChosen, "ResolveTLS", "members speak %s: %s", want, tlsModeMessage(c, want, why))
+		}
+	}
+
+	if want == dbv1.TLSModePlaintext {
+		s.condition(ConditionTLSDisabled, true, why, tlsModeMessage(c, want, why))
+	}
+	return proceed, nil
+}
+
+func tlsModeMessage(c *dbv1.RolisCluster, mode, why string) string {
+	if mode == dbv1.TLSModeMutual {
+		return "mutual TLS on every port, certificates from " + specs.IssuerDescription(c)
+	}
+	switch why {
+	case ReasonTLSNoCertManager:
+		return "the members speak plaintext: TLS is on by default but cert-manager was not installed when they were made; " +
+			"anyone who reaches the pods can read and write the database (create a new cluster once cert-manager is installed)"
+	case ReasonTLSCreatedWithout:
+		return "the members speak plaintext: the cluster was made without TLS; anyone who reaches the pods can read and write the database"
+	}
+	return "the members speak plaintext (spec.tls.enabled is false): anyone who reaches the pods can read and write the database"
+}
