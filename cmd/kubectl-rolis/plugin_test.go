@@ -95,7 +95,7 @@ func newFixture(t *testing.T, tls bool) *fixture {
 	c := &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns.Name},
 		Spec: dbv1.RolisClusterSpec{Replicas: 3, Image: "rolis/rolisd:0.1.0"}}
 	if tls {
-		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: dbv1.IssuerReference{Name: "ca"}}
+		c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
 	}
 	if err := o.c.Create(ctx, c); err != nil {
 		t.Fatal(err)

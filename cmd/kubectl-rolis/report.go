@@ -178,7 +178,12 @@ func (o *kubeOptions) writeReport(ctx context.Context, w io.Writer, name string,
 					return nil, err
 				}
 			}
-			b, err := o.cs.CoreV1().Pods(p.Namespace).ProxyGet("http", p.Name, fmt.Sprint(specs.MetricsPort), "/metrics", nil).DoRaw(ctx)
+			// With TLS the metrics port serves HTTPS (docs/operations.md, "Metrics").
+			scheme := "http"
+			if c.TLSEnabled() {
+				scheme = "https"
+			}
+			b, err := o.cs.CoreV1().Pods(p.Namespace).ProxyGet(scheme, p.Name, fmt.Sprint(specs.MetricsPort), "/metrics", nil).DoRaw(ctx)
 			if err != nil {
 				skipped = append(skipped, fmt.Sprintf("metrics of %s: %v", p.Name, err))
 			} else if err := put(fmt.Sprintf("metrics/%s.prom", p.Name), b); err != nil {
