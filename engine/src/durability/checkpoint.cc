@@ -1,6 +1,9 @@
 #include "checkpoint.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "frame.h"
 #include "record_codec.h"
@@ -15,6 +18,8 @@ namespace {
 
 constexpr std::string_view kPrefix = "checkpoint-";
 constexpr std::string_view kSuffix = ".ckpt";
+
+std::atomic<uint32_t> commit_pause_ms{0};
 
 bool IsCheckpointName(const std::string& n) {
   return n.size() == kPrefix.size() + 41 + kSuffix.size() && n.compare(0, kPrefix.size(), kPrefix) == 0 &&
@@ -94,6 +99,9 @@ Status CheckpointWriter::Commit(std::string* path) {
   AppendFrame(&end, FrameType::kCheckpointEnd, EncodeCheckpointEnd(CheckpointEnd{writes_, chunks_}));
   Status s = WriteAll(*file_, end);
   if (s.ok()) s = file_->Sync();
+  if (const uint32_t pause = commit_pause_ms.load(); s.ok() && pause > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+  }
   if (s.ok()) {
     file_.reset();
     s = env_->Rename(path_ + ".tmp", path_);
@@ -109,6 +117,8 @@ Status CheckpointWriter::Commit(std::string* path) {
   // Older checkpoints and temporaries go; the new one is durable already.
   return FindNewestCheckpoint(env_, data_dir_, &newest, /*cleanup=*/true);
 }
+
+void SetCheckpointCommitPauseForTest(uint32_t ms) { commit_pause_ms.store(ms); }
 
 // ---------------------------------------------------------------------------
 

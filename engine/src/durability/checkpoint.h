@@ -82,6 +82,12 @@ class CheckpointReader {
 // `cleanup`, older checkpoints and temporaries are removed.
 Status FindNewestCheckpoint(Env* env, const std::string& data_dir, std::string* path, bool cleanup = false);
 
+// Test hook (docs/operations.md, "Durability", test hooks): every commit
+// sleeps this long between the temporary file's fdatasync and its rename,
+// so that a test can kill a member inside that window. 0 (the default): no
+// pause. rolisd sets it from ROLIS_TEST_CHECKPOINT_COMMIT_PAUSE_MS.
+void SetCheckpointCommitPauseForTest(uint32_t ms);
+
 // Whole-snapshot helpers (tests, small stores).
 Status WriteCheckpoint(Env* env, const std::string& data_dir, const replication::SnapshotReply& snap,
                        std::string* path = nullptr);

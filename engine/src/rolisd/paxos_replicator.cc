@@ -1,10 +1,13 @@
 #include "rolis/thread_name.h"
 #include "paxos_replicator.h"
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "durability/checkpoint.h"
 #include "durability/durable_member.h"
 #include "replication/election_timer.h"
 #include "host_port.h"
@@ -124,6 +127,18 @@ Status PaxosReplicator::Recover() {
     spdlog::info("durability: memory (a member that restarts forgets its votes and catches up by state transfer; "
                  "--data-dir keeps them)");
     return Status::OK();
+  }
+  // Test hooks (docs/operations.md, "Durability", test hooks): a pause
+  // inside every checkpoint's commit window, and a member that gives no
+  // snapshot. Tests only.
+  if (const char* v = std::getenv("ROLIS_TEST_CHECKPOINT_COMMIT_PAUSE_MS"); v && *v) {
+    const uint32_t ms = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    durability::SetCheckpointCommitPauseForTest(ms);
+    spdlog::warn("test hook: every checkpoint pauses {} ms between its fdatasync and its rename", ms);
+  }
+  if (const char* v = std::getenv("ROLIS_TEST_REFUSE_SNAPSHOTS"); v && std::string(v) == "1") {
+    replica_->RefuseSnapshotsForTest(true);
+    spdlog::warn("test hook: this member refuses to serve snapshots");
   }
   durability::DurableMemberOptions dm;
   dm.dir = c.data_dir;
