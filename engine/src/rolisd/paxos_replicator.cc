@@ -136,9 +136,13 @@ Status PaxosReplicator::Recover() {
     durability::SetCheckpointCommitPauseForTest(ms);
     spdlog::warn("test hook: every checkpoint pauses {} ms between its fdatasync and its rename", ms);
   }
-  if (const char* v = std::getenv("ROLIS_TEST_REFUSE_SNAPSHOTS"); v && std::string(v) == "1") {
-    replica_->RefuseSnapshotsForTest(true);
-    spdlog::warn("test hook: this member refuses to serve snapshots");
+  if (const char* v = std::getenv("ROLIS_TEST_REFUSE_SNAPSHOTS"); v && *v) {
+    // A comma-separated list of member ids.
+    std::string ids = std::string(",") + v + ",";
+    if (ids.find("," + std::to_string(c.id) + ",") != std::string::npos) {
+      replica_->RefuseSnapshotsForTest(true);
+      spdlog::warn("test hook: this member refuses to serve snapshots");
+    }
   }
   durability::DurableMemberOptions dm;
   dm.dir = c.data_dir;
