@@ -32,8 +32,8 @@ namespace rolis::durability {
 struct DurableMemberOptions {
   std::string dir;
   uint32_t streams = 1;
-  // A follower checkpoints its store once the log grew this much since the
-  // last checkpoint (then the log behind it is removed). Open caps the
+  // A member checkpoints once the log grew this much since the last
+  // checkpoint (then the log behind it is removed). Open caps the
   // log's segment size by it, since truncation removes whole segments.
   uint64_t checkpoint_every_bytes = uint64_t{256} << 20;
   DiskJournalOptions journal;

@@ -51,7 +51,7 @@ class MemberDurability {
   virtual Status NewestCheckpointHeader(SnapshotReply* header) = 0;
 
   // Bytes appended to the log since the newest checkpoint (or the start):
-  // a follower takes the next checkpoint once this passes a bound.
+  // a member takes the next checkpoint once this passes a bound.
   virtual uint64_t LogBytesSinceCheckpoint() const = 0;
   virtual uint64_t checkpoint_every_bytes() const = 0;
 
