@@ -234,7 +234,8 @@ int main(int argc, char** argv) {
     ro.on_writes = [&](std::vector<replication::SnapshotWrite>& chunk) -> Status {
       for (const auto& x : chunk) {
         WriteRecord r{x.table, x.key, x.value, false};
-        if (Status s = fresh->ApplyReplicated(w.get(), r, rec.checkpoint.at.epoch, rec.checkpoint.at.ts); !s.ok()) return s;
+        const replication::LogKey at = rec.checkpoint.at;
+        if (Status s = fresh->ApplyReplicated(w.get(), r, at.epoch, at.ts); !s.ok()) return s;
         applied++;
       }
       return Status::OK();
