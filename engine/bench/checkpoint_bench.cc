@@ -259,6 +259,8 @@ int main(int argc, char** argv) {
   std::printf("%-34s %14" PRIu64 " txns, %" PRIu64 " bytes\n", "log after it", txns, log_bytes);
   std::printf("%-34s %14.3f\n", "derived checkpoint, s", derive_s);
   std::printf("%-34s %14.3f\n", "  per GiB of data, s", derive_s / gib);
+  std::printf("%-34s %14.3f\n", "  reading the log, s", dst.log_seconds);
+  std::printf("%-34s %14.3f\n", "  fdatasync and rename, s", dst.commit_seconds);
   std::printf("%-34s %14.3f\n", "recovery (cold page cache), s", recover_s);
   std::printf("%-34s %14.3f\n", "  per GiB of data, s", recover_s / gib);
   std::printf("%-34s %14" PRIu64 "\n", "records recovered", applied);

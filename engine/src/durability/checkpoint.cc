@@ -166,17 +166,36 @@ Status CheckpointReader::Open(std::unique_ptr<SequentialFile> source, uint64_t s
 
 Status CheckpointReader::Next(std::vector<SnapshotWrite>* out, bool* done) {
   out->clear();
+  Status s = NextViews(
+      [out](uint32_t table, std::string_view k, std::string_view v) {
+        out->push_back(SnapshotWrite{table, std::string(k), std::string(v)});
+        return Status::OK();
+      },
+      done);
+  if (!s.ok()) out->clear();
+  return s;
+}
+
+Status CheckpointReader::NextViews(
+    const std::function<Status(uint32_t table, std::string_view key, std::string_view value)>& fn, bool* done) {
   *done = done_;
   if (done_) return Status::OK();
-  std::string buf;
   Frame f;
   FrameFault fault;
   size_t n = 0;
-  if (Status s = ReadFrame(*file_, size_ - offset_, &buf, &f, &fault, &n); !s.ok()) return s;
+  if (Status s = ReadFrame(*file_, size_ - offset_, &buf_, &f, &fault, &n); !s.ok()) return s;
   if (fault != FrameFault::kNone) return Error(std::string(FrameFaultName(fault)) + " (incomplete or corrupt checkpoint)");
   if (f.type == FrameType::kCheckpointWrites) {
-    if (Status s = DecodeWritesChunk(f.payload, out); !s.ok()) return Error(s.message());
-    writes_ += out->size();
+    uint64_t count = 0;
+    Status refused;  // the visitor's error, told from the decoder's
+    Status s = ForEachInWritesChunk(f.payload, [&](uint32_t table, std::string_view k, std::string_view v) {
+      count++;
+      refused = fn(table, k, v);
+      return refused;
+    });
+    if (!refused.ok()) return refused;
+    if (!s.ok()) return Error(s.message());
+    writes_ += count;
     chunks_++;
     offset_ += n;
     return Status::OK();

@@ -38,6 +38,8 @@ struct DerivedCheckpointStats {
   uint64_t writes = 0;         // writes in the new checkpoint
   uint64_t log_bytes = 0;      // bytes of segment files read
   double seconds = 0;
+  double log_seconds = 0;     // of which reading the log and folding the delta
+  double commit_seconds = 0;  // ... and the new file's fdatasync, rename and directory sync
 };
 
 // Writes the checkpoint (temporary file, fdatasync, rename, fsync of the
