@@ -86,6 +86,12 @@ func TestMemberRestartedEmptyCatchesUpFromTheLeadersCheckpoint(t *testing.T) {
 	if strings.Contains(lead, "served a snapshot of") {
 		t.Fatalf("the leader paused its writes for a live snapshot:\n%s", cl.member(int(leader)).LogTail(30))
 	}
+	if n := metricValue(t, cl, int(leader), "rolis_replication_checkpoint_snapshots_total"); n < 1 {
+		t.Fatalf("rolis_replication_checkpoint_snapshots_total = %v on the leader, want at least 1", n)
+	}
+	if n := metricValue(t, cl, int(leader), "rolis_replication_leader_snapshots_total"); n != 0 {
+		t.Fatalf("rolis_replication_leader_snapshots_total = %v on the leader, want 0", n)
+	}
 	if log := cl.member(empty).Log(); !strings.Contains(log, "state transfer done") {
 		t.Fatalf("member %d did not rejoin by a state transfer:\n%s", empty, cl.member(empty).LogTail(30))
 	}

@@ -225,7 +225,9 @@ uint64_t PaxosReplicator::watermark_ts() const { return replica_->GetStatus().wa
 
 server::Replicator::TransferCounts PaxosReplicator::transfer_counts() const {
   ReplicaStatus st = replica_->GetStatus();
-  return {.completed = st.state_transfers, .leader_snapshots = st.leader_snapshots};
+  return {.completed = st.state_transfers,
+          .leader_snapshots = st.leader_snapshots,
+          .checkpoint_snapshots = st.checkpoint_snapshots};
 }
 
 std::vector<uint64_t> PaxosReplicator::stream_committed_ts() const {
