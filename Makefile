@@ -20,7 +20,7 @@ $(BUILD_DIR)/build.ninja: engine/CMakeLists.txt
 engine: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR)
 	mkdir -p $(BIN_DIR)
-	for b in rolis-bench rolis-replay-bench rolisd; do [ ! -f $(BUILD_DIR)/bin/$$b ] || cp -f $(BUILD_DIR)/bin/$$b $(BIN_DIR)/; done
+	for b in rolis-bench rolis-replay-bench rolis-checkpoint-bench rolisd; do [ ! -f $(BUILD_DIR)/bin/$$b ] || cp -f $(BUILD_DIR)/bin/$$b $(BIN_DIR)/; done
 
 build: engine manifests operator go-build
 

@@ -52,6 +52,8 @@ type clusterOptions struct {
 	// workers is a member's --worker-threads (2 when nil).
 	workers func(id int) int
 	tls     *tls.Config
+	// env is added to every member's environment (rolisd's test hooks).
+	env []string
 }
 
 func startCluster(t testing.TB, o clusterOptions) *cluster {
@@ -81,6 +83,7 @@ func startCluster(t testing.TB, o clusterOptions) *cluster {
 			return a
 		},
 		ProbeTLS: o.tls,
+		Env:      o.env,
 	})
 	return &cluster{t: t, c: c, dropDir: dir, tls: o.tls}
 }

@@ -1,6 +1,9 @@
 #include "checkpoint.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "frame.h"
 #include "record_codec.h"
@@ -15,6 +18,8 @@ namespace {
 
 constexpr std::string_view kPrefix = "checkpoint-";
 constexpr std::string_view kSuffix = ".ckpt";
+
+std::atomic<uint32_t> commit_pause_ms{0};
 
 bool IsCheckpointName(const std::string& n) {
   return n.size() == kPrefix.size() + 41 + kSuffix.size() && n.compare(0, kPrefix.size(), kPrefix) == 0 &&
@@ -94,6 +99,11 @@ Status CheckpointWriter::Commit(std::string* path) {
   AppendFrame(&end, FrameType::kCheckpointEnd, EncodeCheckpointEnd(CheckpointEnd{writes_, chunks_}));
   Status s = WriteAll(*file_, end);
   if (s.ok()) s = file_->Sync();
+  if (const uint32_t pause = commit_pause_ms.load(); s.ok() && pause > 0) {
+    std::fprintf(stderr, "rolis-durability: test hook: %s.tmp is written and synced, %u ms before its rename\n",
+                 path_.c_str(), pause);
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+  }
   if (s.ok()) {
     file_.reset();
     s = env_->Rename(path_ + ".tmp", path_);
@@ -109,6 +119,8 @@ Status CheckpointWriter::Commit(std::string* path) {
   // Older checkpoints and temporaries go; the new one is durable already.
   return FindNewestCheckpoint(env_, data_dir_, &newest, /*cleanup=*/true);
 }
+
+void SetCheckpointCommitPauseForTest(uint32_t ms) { commit_pause_ms.store(ms); }
 
 // ---------------------------------------------------------------------------
 
@@ -154,17 +166,36 @@ Status CheckpointReader::Open(std::unique_ptr<SequentialFile> source, uint64_t s
 
 Status CheckpointReader::Next(std::vector<SnapshotWrite>* out, bool* done) {
   out->clear();
+  Status s = NextViews(
+      [out](uint32_t table, std::string_view k, std::string_view v) {
+        out->push_back(SnapshotWrite{table, std::string(k), std::string(v)});
+        return Status::OK();
+      },
+      done);
+  if (!s.ok()) out->clear();
+  return s;
+}
+
+Status CheckpointReader::NextViews(
+    const std::function<Status(uint32_t table, std::string_view key, std::string_view value)>& fn, bool* done) {
   *done = done_;
   if (done_) return Status::OK();
-  std::string buf;
   Frame f;
   FrameFault fault;
   size_t n = 0;
-  if (Status s = ReadFrame(*file_, size_ - offset_, &buf, &f, &fault, &n); !s.ok()) return s;
+  if (Status s = ReadFrame(*file_, size_ - offset_, &buf_, &f, &fault, &n); !s.ok()) return s;
   if (fault != FrameFault::kNone) return Error(std::string(FrameFaultName(fault)) + " (incomplete or corrupt checkpoint)");
   if (f.type == FrameType::kCheckpointWrites) {
-    if (Status s = DecodeWritesChunk(f.payload, out); !s.ok()) return Error(s.message());
-    writes_ += out->size();
+    uint64_t count = 0;
+    Status refused;  // the visitor's error, told from the decoder's
+    Status s = ForEachInWritesChunk(f.payload, [&](uint32_t table, std::string_view k, std::string_view v) {
+      count++;
+      refused = fn(table, k, v);
+      return refused;
+    });
+    if (!refused.ok()) return refused;
+    if (!s.ok()) return Error(s.message());
+    writes_ += count;
     chunks_++;
     offset_ += n;
     return Status::OK();

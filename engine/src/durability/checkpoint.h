@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,12 +68,17 @@ class CheckpointReader {
   // The next chunk of writes into *out; *done once the end frame was read
   // and checked (every count matches). Errors name the file and offset.
   Status Next(std::vector<replication::SnapshotWrite>* out, bool* done);
+  // The same, each write of the chunk handed to `fn` as views valid during
+  // the call (no copy of the records).
+  Status NextViews(const std::function<Status(uint32_t table, std::string_view key, std::string_view value)>& fn,
+                   bool* done);
 
  private:
   Status Error(const std::string& what) const;
   std::unique_ptr<SequentialFile> file_;
   std::string name_;
   uint64_t size_ = 0, offset_ = 0;
+  std::string buf_;  // the frame being read
   replication::SnapshotReply header_;
   uint64_t writes_ = 0, chunks_ = 0;
   bool done_ = false;
@@ -81,6 +87,12 @@ class CheckpointReader {
 // The newest checkpoint in <data_dir>/checkpoints (empty if none); with
 // `cleanup`, older checkpoints and temporaries are removed.
 Status FindNewestCheckpoint(Env* env, const std::string& data_dir, std::string* path, bool cleanup = false);
+
+// Test hook (docs/operations.md, "Durability", test hooks): every commit
+// sleeps this long between the temporary file's fdatasync and its rename,
+// so that a test can kill a member inside that window. 0 (the default): no
+// pause. rolisd sets it from ROLIS_TEST_CHECKPOINT_COMMIT_PAUSE_MS.
+void SetCheckpointCommitPauseForTest(uint32_t ms);
 
 // Whole-snapshot helpers (tests, small stores).
 Status WriteCheckpoint(Env* env, const std::string& data_dir, const replication::SnapshotReply& snap,

@@ -1,8 +1,10 @@
 #include "durable_member.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "checkpoint.h"
+#include "derived_checkpoint.h"
 
 namespace rolis::durability {
 
@@ -89,18 +91,63 @@ Status DurableMember::Open(const DurableMemberOptions& opts, Database* db, repli
 DurableMember::~DurableMember() = default;
 
 Status DurableMember::WriteCheckpoint(const replication::SnapshotReply& snap) {
+  std::lock_guard<std::mutex> wg(write_mu_);
+  const uint64_t appended = journal_->log().stats().bytes;
   std::string path;
   if (Status s = durability::WriteCheckpoint(o_.env, o_.dir, snap, &path); !s.ok()) return s;
+  return CheckpointWritten(path, snap.next_slot, appended);
+}
+
+Status DurableMember::CheckpointFromLog(const replication::LogCheckpointPosition& pos, std::string* summary) {
+  std::lock_guard<std::mutex> wg(write_mu_);
   const uint64_t appended = journal_->log().stats().bytes;
+  replication::SnapshotReply header;
+  DerivedCheckpointStats st;
+  if (Status s = DeriveCheckpoint(o_.env, o_.dir, o_.streams, pos, &header, &st); !s.ok()) return s;
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%llu keys at %llu.%llu from the previous checkpoint's %llu and %llu transactions of %llu slots "
+                "(%llu keys; %llu log bytes read) in %.3f s",
+                static_cast<unsigned long long>(st.writes), static_cast<unsigned long long>(header.at.epoch),
+                static_cast<unsigned long long>(header.at.ts), static_cast<unsigned long long>(st.base_writes),
+                static_cast<unsigned long long>(st.txns), static_cast<unsigned long long>(st.slots),
+                static_cast<unsigned long long>(st.delta_keys), static_cast<unsigned long long>(st.log_bytes),
+                st.seconds);
+  if (summary) *summary = buf;
+  return CheckpointWritten(st.path, header.next_slot, appended);
+}
+
+Status DurableMember::CheckpointWritten(const std::string& path, const std::vector<uint64_t>& next_slot,
+                                        uint64_t appended) {
   // The log behind it is covered: whole segments below every stream's next
   // slot go (the one being written stays).
-  for (uint32_t t = 0; t < o_.streams && t < snap.next_slot.size(); t++) {
-    if (Status s = journal_->log().RemoveBelow(t, snap.next_slot[t]); !s.ok()) return s;
+  for (uint32_t t = 0; t < o_.streams && t < next_slot.size(); t++) {
+    if (Status s = journal_->log().RemoveBelow(t, next_slot[t]); !s.ok()) return s;
   }
   log_bytes_at_checkpoint_.store(appended);
   std::lock_guard<std::mutex> g(mu_);
   checkpoint_ = path;
   checkpoints_written_++;
+  return Status::OK();
+}
+
+Status DurableMember::ReadNewestCheckpoint(replication::SnapshotReply* snap) {
+  std::lock_guard<std::mutex> wg(write_mu_);  // not removed while read
+  std::string path;
+  if (Status s = FindNewestCheckpoint(o_.env, o_.dir, &path); !s.ok()) return s;
+  if (path.empty()) return Status::NotFound("no checkpoint");
+  return ReadCheckpoint(o_.env, path, snap);
+}
+
+Status DurableMember::NewestCheckpointHeader(replication::SnapshotReply* header) {
+  std::lock_guard<std::mutex> wg(write_mu_);
+  std::string path;
+  if (Status s = FindNewestCheckpoint(o_.env, o_.dir, &path); !s.ok()) return s;
+  if (path.empty()) return Status::NotFound("no checkpoint");
+  std::unique_ptr<CheckpointReader> r;
+  if (Status s = CheckpointReader::Open(o_.env, path, &r); !s.ok()) return s;
+  *header = r->header();
+  header->ok = true;
   return Status::OK();
 }
 

@@ -32,8 +32,8 @@ namespace rolis::durability {
 struct DurableMemberOptions {
   std::string dir;
   uint32_t streams = 1;
-  // A follower checkpoints its store once the log grew this much since the
-  // last checkpoint (then the log behind it is removed). Open caps the
+  // A member checkpoints once the log grew this much since the last
+  // checkpoint (then the log behind it is removed). Open caps the
   // log's segment size by it, since truncation removes whole segments.
   uint64_t checkpoint_every_bytes = uint64_t{256} << 20;
   DiskJournalOptions journal;
@@ -51,6 +51,9 @@ class DurableMember final : public replication::MemberDurability {
 
   replication::AcceptorJournal* journal() override { return journal_.get(); }
   Status WriteCheckpoint(const replication::SnapshotReply& snap) override;
+  Status CheckpointFromLog(const replication::LogCheckpointPosition& pos, std::string* summary) override;
+  Status ReadNewestCheckpoint(replication::SnapshotReply* snap) override;
+  Status NewestCheckpointHeader(replication::SnapshotReply* header) override;
   uint64_t LogBytesSinceCheckpoint() const override;
   uint64_t checkpoint_every_bytes() const override { return o_.checkpoint_every_bytes; }
   std::string Describe() const override;
@@ -62,12 +65,15 @@ class DurableMember final : public replication::MemberDurability {
 
  private:
   explicit DurableMember(DurableMemberOptions o) : o_(std::move(o)) {}
+  // The checkpoint at `path` is the newest: the log behind `next_slot` goes.
+  Status CheckpointWritten(const std::string& path, const std::vector<uint64_t>& next_slot, uint64_t appended);
 
   DurableMemberOptions o_;
   std::unique_ptr<DiskAcceptorJournal> journal_;
   bool had_state_ = false;
   std::string summary_;
   std::atomic<uint64_t> log_bytes_at_checkpoint_{0};
+  std::mutex write_mu_;    // one checkpoint written at a time
   mutable std::mutex mu_;  // checkpoint_ and its count
   std::string checkpoint_;
   uint64_t checkpoints_written_ = 0;

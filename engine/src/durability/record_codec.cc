@@ -312,25 +312,31 @@ void FinishWritesChunk(std::string* out, uint32_t count) {
   out->replace(1, 4, c);
 }
 
-Status DecodeWritesChunk(std::string_view in, std::vector<replication::SnapshotWrite>* out) {
+Status ForEachInWritesChunk(std::string_view in, const WriteVisitor& fn) {
   ByteReader r(in, "checkpoint writes");
   uint32_t n = 0;
-  out->clear();
   r.Version();
   if (r.Count(&n, 12, "writes")) {
-    out->reserve(n);
     for (uint32_t i = 0; i < n; i++) {
-      replication::SnapshotWrite w;
+      uint32_t table = 0;
       std::string_view k, v;
-      r.U32(&w.table, "table");
+      r.U32(&table, "table");
       r.Bytes(&k, "key");
       if (!r.Bytes(&v, "value")) break;
-      w.key.assign(k);
-      w.value.assign(v);
-      out->push_back(std::move(w));
+      if (Status s = fn(table, k, v); !s.ok()) return s;
     }
   }
   return r.Finish();
+}
+
+Status DecodeWritesChunk(std::string_view in, std::vector<replication::SnapshotWrite>* out) {
+  out->clear();
+  Status s = ForEachInWritesChunk(in, [out](uint32_t table, std::string_view k, std::string_view v) {
+    out->push_back(replication::SnapshotWrite{table, std::string(k), std::string(v)});
+    return Status::OK();
+  });
+  if (!s.ok()) out->clear();
+  return s;
 }
 
 std::string EncodeCheckpointEnd(const CheckpointEnd& e) {

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,10 @@ void BeginWritesChunk(std::string* out);
 void AddToWritesChunk(std::string* out, uint32_t table, std::string_view key, std::string_view value);
 void FinishWritesChunk(std::string* out, uint32_t count);  // patches the count
 Status DecodeWritesChunk(std::string_view in, std::vector<replication::SnapshotWrite>* out);
+// The same checks, each write handed to `fn` as views into `in` (no copy);
+// a non-OK status from fn stops the walk and is returned.
+using WriteVisitor = std::function<Status(uint32_t table, std::string_view key, std::string_view value)>;
+Status ForEachInWritesChunk(std::string_view in, const WriteVisitor& fn);
 struct CheckpointEnd {
   uint64_t writes = 0;
   uint64_t chunks = 0;

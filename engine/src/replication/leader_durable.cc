@@ -1,6 +1,7 @@
 // LeaderStreams with a journal under the acceptor (docs/replication.md,
 // "Durability"): the leader's own vote counts once it is on its disk, and a
 // leader whose disk failed steps down naming the failure.
+#include <algorithm>
 #include <cstdio>
 
 #include "leader_streams.h"
@@ -36,6 +37,40 @@ void LeaderStreams::OwnVoteRefusedLocked() {
   // A write refused for a full disk refuses that vote only; the leader
   // cannot skip the slot, so it steps down rather than stall.
   StepDownLocked(acceptor_->promised(), "this member could not write its own vote to its log (disk full?)");
+}
+
+std::string LeaderStreams::CheckpointPosition(LogCheckpointPosition* pos) const {
+  std::lock_guard<std::mutex> g(mu_);
+  if (mode_ != Mode::kOpen || !record_) return "not an open leader";
+  pos->epoch = epoch_;
+  pos->decided = record_;
+  pos->watermark = watermark_;
+  pos->end.clear();
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    const LeaderStream& s = *streams_[t];
+    uint64_t end = s.c_end;
+    if (s.self_prefix < end) {
+      // A majority holds more than this disk does yet: the checkpoint
+      // stops at the own durable prefix, and G at the key it reaches.
+      // Past the barrier every slot is of this epoch, in key order.
+      end = s.self_prefix;
+      if (end <= s.barrier_index || end <= s.log_start || end - s.log_start > s.log.size()) {
+        return "stream " + std::to_string(t) + " is not durable on this disk past its barrier yet";
+      }
+      pos->watermark = std::min(pos->watermark, s.log[end - 1 - s.log_start].reach);
+    }
+    pos->end.push_back(end);
+  }
+  return "";
+}
+
+bool LeaderStreams::LogFollows(const SnapshotReply& h) const {
+  std::lock_guard<std::mutex> g(mu_);
+  if (mode_ != Mode::kOpen || h.at.epoch != epoch_ || h.next_slot.size() != opts_.streams) return false;
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    if (h.next_slot[t] < streams_[t]->log_start) return false;
+  }
+  return true;
 }
 
 }  // namespace rolis::replication

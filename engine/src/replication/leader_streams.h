@@ -43,6 +43,7 @@
 
 #include "acceptor.h"
 #include "leader_stream.h"
+#include "member_durability.h"
 #include "member_state.h"
 #include "replayer.h"
 #include "replica_options.h"
@@ -176,6 +177,14 @@ class LeaderStreams {
   void SetDurable(bool on) { durable_ = on; }
   // The journal's listener: a stream's durable position moved.
   void OnDurable();
+  // Where this open leader's next checkpoint derived from its log stands:
+  // G and, per stream, the end of the majority-accepted prefix that is
+  // durable on its own disk (empty; else why not now).
+  std::string CheckpointPosition(LogCheckpointPosition* pos) const;
+  // A snapshot at `h` (a checkpoint's header) can serve a state transfer:
+  // it is of the epoch this member leads, open, and every stream's log
+  // still holds the slots from its next_slot on.
+  bool LogFollows(const SnapshotReply& h) const;
 
  private:
   enum class Mode { kIdle, kOpening, kOpen };

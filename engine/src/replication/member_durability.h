@@ -7,12 +7,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "acceptor_journal.h"
 #include "rolis/status.h"
 #include "types.h"
 
 namespace rolis::replication {
+
+// Where a checkpoint derived from the log stands (docs/replication.md,
+// "Durability", "Checkpoints"): every transaction at or below `watermark`
+// that is valid under `decided` and held in a slot below `end` of its
+// stream, those slots chosen at ballot `epoch` and durable on this disk.
+struct LogCheckpointPosition {
+  uint64_t epoch = 0;
+  DecidedPtr decided;
+  LogKey watermark{};
+  std::vector<uint64_t> end;  // per stream
+};
 
 class MemberDurability {
  public:
@@ -27,8 +39,19 @@ class MemberDurability {
   // the log segments whose slots are all below its next slots.
   virtual Status WriteCheckpoint(const SnapshotReply& snap) = 0;
 
+  // Derives the next checkpoint from the disk alone: the newest complete
+  // checkpoint merged with the log's transactions up to `pos` (no worker
+  // stops, no store scan), then removes the log behind it. NOT_FOUND when
+  // there is nothing new to cover. *summary: one line for the log.
+  virtual Status CheckpointFromLog(const LogCheckpointPosition& pos, std::string* summary) = 0;
+  // The newest complete checkpoint, whole (a state transfer served from it);
+  // NOT_FOUND if there is none.
+  virtual Status ReadNewestCheckpoint(SnapshotReply* snap) = 0;
+  // Its header only (writes empty); NOT_FOUND if there is none.
+  virtual Status NewestCheckpointHeader(SnapshotReply* header) = 0;
+
   // Bytes appended to the log since the newest checkpoint (or the start):
-  // a follower takes the next checkpoint once this passes a bound.
+  // a member takes the next checkpoint once this passes a bound.
   virtual uint64_t LogBytesSinceCheckpoint() const = 0;
   virtual uint64_t checkpoint_every_bytes() const = 0;
 

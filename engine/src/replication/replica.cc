@@ -372,6 +372,7 @@ ReplicaStatus Replica::GetStatus() const {
   st.log_bytes = acceptor_.bytes();
   st.state_transfers = transfer_.transfers();
   st.leader_snapshots = snapshots_.leader_snapshots();
+  st.checkpoint_snapshots = checkpoint_snapshots_.load();
   FillDurabilityStatus(&st);
   {
     const MemberState::Leader leader = member_.leader();

@@ -152,7 +152,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   AcceptReply HandleAccept(const AcceptMsg& m) override;
   PromiseReply HandlePromise(const PromiseMsg& m) override;
   ControlReply HandleControl(const ControlMsg& m) override;
-  SnapshotReply HandleSnapshot(const SnapshotMsg& m) override { return snapshots_.Serve(); }
+  SnapshotReply HandleSnapshot(const SnapshotMsg& m) override;
   void OnAcceptReply(uint32_t peer, const AcceptReply& r) override { leader_.OnAcceptReply(peer, r); }
   void OnLinkReset(uint32_t peer, uint32_t stream) override { leader_.OnLinkReset(peer, stream); }
 
@@ -174,6 +174,11 @@ class Replica final : public CommitHook, public ReplicaHandler {
   };
   void StartFromDisk(MemberDurability* durability, const DiskStart& start);
   void SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vector<AcceptReply>* replies) override;
+  // Test hook (docs/operations.md, "Durability", test hooks): this member
+  // answers every snapshot request with an error, as a member that cannot
+  // give one, so that a test can make the leader the only source.
+  void RefuseSnapshotsForTest(bool on) { refuse_snapshots_for_test_.store(on); }
+  uint64_t checkpoint_snapshots() const { return checkpoint_snapshots_.load(); }
 
  private:
   // Durability (replica_durable.cc).
@@ -182,7 +187,15 @@ class Replica final : public CommitHook, public ReplicaHandler {
   // `after` on success), timed from `t0`.
   void WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
                              const char* after);
-  void MaybeCheckpoint();  // the catch-up thread, when idle: a follower's periodic checkpoint
+  void MaybeCheckpoint();  // the catch-up thread, when idle: the periodic checkpoint
+  // The leader's checkpoint, derived from its disk (durable_member.h); on
+  // failure why (ABORTED: not now; FAILED_PRECONDITION: the log since the
+  // previous checkpoint cannot give it), logged as `what` once per reason.
+  Status LeaderCheckpointFromLog(const char* what);
+  // A state transfer served from the leader's newest checkpoint, derived
+  // first if the one on disk is not of its epoch or the log no longer
+  // follows it; not ok (with why) if it cannot be.
+  SnapshotReply LeaderCheckpointSnapshot();
   // A member that came back empty and cannot catch up: when no majority
   // holds the cluster's data it says so (status and log).
   void NoteCannotCatchUp(size_t empty_members);
@@ -225,6 +238,10 @@ class Replica final : public CommitHook, public ReplicaHandler {
   mutable std::mutex data_loss_mu_;  // a leaf
   std::string data_loss_;
   SteadyClock::time_point last_checkpoint_try_{};  // the catch-up thread's
+  std::mutex checkpoint_log_mu_;  // a leaf: the last failure logged
+  std::string last_checkpoint_error_;
+  std::atomic<bool> refuse_snapshots_for_test_{false};
+  std::atomic<uint64_t> checkpoint_snapshots_{0};  // state transfers served from a checkpoint
 };
 
 }  // namespace rolis::replication

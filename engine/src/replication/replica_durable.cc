@@ -92,13 +92,97 @@ void Replica::MaybeCheckpoint() {
   const auto now = SteadyClock::now();
   if (now - last_checkpoint_try_ < std::chrono::seconds(1)) return;
   last_checkpoint_try_ = now;
-  // A caught-up follower's snapshot (replay pauses only while it is fixed).
-  // The leader's own checkpoint is left for later (docs/replication.md,
-  // "Durability": its log grows until it follows again or restarts).
   const auto t0 = SteadyClock::now();
+  if (member_.role.load() == Role::kLeader) {
+    // Derived from its disk: no worker stops, no store is scanned.
+    const Status s = LeaderCheckpointFromLog("leader checkpoint");
+    if (s.ok() || s.code() != StatusCode::kFailedPrecondition) return;
+    // The log since the previous checkpoint is not all of this epoch (that
+    // checkpoint predates the epoch's log): once per epoch, the leader's
+    // snapshot (its writes pause briefly) becomes the base instead.
+    SnapshotReply snap = snapshots_.Serve();
+    if (!snap.ok) return;
+    WriteAndLogCheckpoint(snap, t0, "leader checkpoint from its snapshot", "; the log behind it removed");
+    return;
+  }
+  // A caught-up follower's snapshot (replay pauses only while it is fixed).
   SnapshotReply snap = snapshots_.ForCheckpoint();
   if (!snap.ok) return;
   WriteAndLogCheckpoint(snap, t0, "checkpoint", "; the log behind it removed");
+}
+
+Status Replica::LeaderCheckpointFromLog(const char* what) {
+  LogCheckpointPosition pos;
+  Status s;
+  std::string summary;
+  if (std::string why = leader_.CheckpointPosition(&pos); !why.empty()) {
+    s = Status::Aborted(why);  // not now: tried again later
+  } else {
+    s = durability_->CheckpointFromLog(pos, &summary);
+    if (s.IsNotFound()) return Status::OK();  // the newest checkpoint is at G already
+  }
+  std::lock_guard<std::mutex> g(checkpoint_log_mu_);
+  if (s.ok()) {
+    last_checkpoint_error_.clear();
+    std::fprintf(stderr, "rolis-repl %u: %s written from the log: %s; the log behind it removed\n", opts_.id, what,
+                 summary.c_str());
+    return s;
+  }
+  if (s.message() != last_checkpoint_error_) {
+    last_checkpoint_error_ = s.message();
+    std::fprintf(stderr, "rolis-repl %u: %s not derived from the log: %s\n", opts_.id, what, s.message().c_str());
+  }
+  return s;
+}
+
+SnapshotReply Replica::HandleSnapshot(const SnapshotMsg&) {
+  if (refuse_snapshots_for_test_.load()) {
+    SnapshotReply r;
+    r.error = "this member refuses snapshots (test hook ROLIS_TEST_REFUSE_SNAPSHOTS)";
+    return r;
+  }
+  if (durability_ && db_ && member_.role.load() == Role::kLeader) {
+    SnapshotReply r = LeaderCheckpointSnapshot();
+    if (r.ok) return r;
+    std::fprintf(stderr, "rolis-repl %u: no checkpoint to serve a state transfer from (%s): the leader's snapshot\n",
+                 opts_.id, r.error.c_str());
+  }
+  return snapshots_.Serve();
+}
+
+SnapshotReply Replica::LeaderCheckpointSnapshot() {
+  // The leader's newest checkpoint, if it is of this epoch and its log
+  // still holds every slot after it (the member adopts them from the votes
+  // of a majority, and the leader resends them); else one derived now.
+  SnapshotReply r;
+  SnapshotReply h;
+  Status s = durability_->NewestCheckpointHeader(&h);
+  if (!s.ok() || !leader_.LogFollows(h)) {
+    if (Status d = LeaderCheckpointFromLog("checkpoint for a state transfer"); !d.ok()) {
+      r.error = d.message();
+      return r;
+    }
+  }
+  const auto t0 = SteadyClock::now();
+  if (Status rs = durability_->ReadNewestCheckpoint(&r); !rs.ok()) {
+    r = SnapshotReply{};
+    r.error = rs.message();
+    return r;
+  }
+  if (!leader_.LogFollows(r)) {
+    r = SnapshotReply{};
+    r.error = "the newest checkpoint is not of this epoch, or the log no longer holds what follows it";
+    return r;
+  }
+  r.ok = true;
+  r.error.clear();
+  checkpoint_snapshots_.fetch_add(1);
+  std::fprintf(stderr,
+               "rolis-repl %u: served a state transfer from its checkpoint: %zu keys at %lu.%lu, read in %.3f s (no "
+               "write paused)\n",
+               opts_.id, r.writes.size(), static_cast<unsigned long>(r.at.epoch), static_cast<unsigned long>(r.at.ts),
+               std::chrono::duration<double>(SteadyClock::now() - t0).count());
+  return r;
 }
 
 void Replica::NoteCannotCatchUp(size_t empty_members) {

@@ -38,6 +38,7 @@ struct ReplicaStatus {
   uint64_t log_bytes = 0;
   uint64_t state_transfers = 0;
   uint64_t leader_snapshots = 0;  // snapshots it served while leading (its writes paused)
+  uint64_t checkpoint_snapshots = 0;  // state transfers it served from its checkpoint while leading
   // Durability (docs/replication.md, "Durability").
   bool durable = false;         // a data directory keeps its votes
   std::string durability;       // what it recovered and checkpointed

@@ -71,7 +71,7 @@ class StateTransfer {
   // Durability (docs/replication.md, "Durability"; set before Start):
   // `transferred` runs after a transfer installed the store and the votes
   // (the checkpoint that closes the log's gap), `idle` while there is
-  // nothing to catch up (a follower's periodic checkpoint), and
+  // nothing to catch up (a member's periodic checkpoint), and
   // `cannot_catch_up` after a probe found that others hold state and the
   // transfer failed, with how many members (this one included) said they
   // have none.

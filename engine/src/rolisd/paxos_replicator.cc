@@ -1,10 +1,13 @@
 #include "rolis/thread_name.h"
 #include "paxos_replicator.h"
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
+#include "durability/checkpoint.h"
 #include "durability/durable_member.h"
 #include "replication/election_timer.h"
 #include "host_port.h"
@@ -126,6 +129,22 @@ Status PaxosReplicator::Recover() {
                  "--data-dir keeps them)");
     return Status::OK();
   }
+  // Test hooks (docs/operations.md, "Durability", test hooks): a pause
+  // inside every checkpoint's commit window, and a member that gives no
+  // snapshot. Tests only.
+  if (const char* v = std::getenv("ROLIS_TEST_CHECKPOINT_COMMIT_PAUSE_MS"); v && *v) {
+    const uint32_t ms = static_cast<uint32_t>(std::strtoul(v, nullptr, 10));
+    durability::SetCheckpointCommitPauseForTest(ms);
+    spdlog::warn("test hook: every checkpoint pauses {} ms between its fdatasync and its rename", ms);
+  }
+  if (const char* v = std::getenv("ROLIS_TEST_REFUSE_SNAPSHOTS"); v && *v) {
+    // A comma-separated list of member ids.
+    std::string ids = std::string(",") + v + ",";
+    if (ids.find("," + std::to_string(c.id) + ",") != std::string::npos) {
+      replica_->RefuseSnapshotsForTest(true);
+      spdlog::warn("test hook: this member refuses to serve snapshots");
+    }
+  }
   durability::DurableMemberOptions dm;
   dm.dir = c.data_dir;
   dm.streams = replica_->options().streams;
@@ -207,7 +226,9 @@ uint64_t PaxosReplicator::watermark_ts() const { return replica_->GetStatus().wa
 
 server::Replicator::TransferCounts PaxosReplicator::transfer_counts() const {
   ReplicaStatus st = replica_->GetStatus();
-  return {.completed = st.state_transfers, .leader_snapshots = st.leader_snapshots};
+  return {.completed = st.state_transfers,
+          .leader_snapshots = st.leader_snapshots,
+          .checkpoint_snapshots = st.checkpoint_snapshots};
 }
 
 server::Replicator::ReplicationLag PaxosReplicator::replication_lag() const {

@@ -300,8 +300,8 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
                  "memory (the default without --data-dir)")
       ->envname("ROLISD_DURABILITY")->check(CLI::IsMember({"disk", "memory"}))->group("Durability");
   app.add_option("--checkpoint-every", checkpoint_every,
-                 "A follower checkpoints its store once its log grew this much since the last checkpoint (e.g. "
-                 "256MiB; at least 1MiB); the log behind the checkpoint is then removed")
+                 "A member checkpoints once its log grew this much since the last checkpoint (e.g. 256MiB; at "
+                 "least 1MiB); the log behind the checkpoint is then removed")
       ->envname("ROLISD_CHECKPOINT_EVERY")->capture_default_str()->group("Durability");
 
   app.add_option("--worker-threads", c.worker_threads,

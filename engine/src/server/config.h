@@ -69,7 +69,7 @@ struct ServerConfig {
   // then); memory is the paper's mode (a member that restarts forgets).
   std::string data_dir;
   Durability durability = Durability::kMemory;
-  // A follower checkpoints its store once its log grew this much since the
+  // A member checkpoints once its log grew this much since the
   // last checkpoint; the log segments behind it are then removed.
   uint64_t checkpoint_every = uint64_t{256} << 20;
 

@@ -248,6 +248,11 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
                            "follower could, and its writes paused while the snapshot was fixed.",
                            static_cast<double>(g.leader_snapshots)));
 
+  out.push_back(OneCounter("rolis_replication_checkpoint_snapshots_total",
+                           "State transfers this member served from its newest checkpoint while leading (with a "
+                           "data directory): no caught-up follower could, and no write paused.",
+                           static_cast<double>(g.checkpoint_snapshots)));
+
   out.push_back(OneGauge("rolis_worker_threads", "Engine workers (= replication streams).", g.worker_threads));
 
   out.push_back(OneGauge("rolis_engine_live_records",

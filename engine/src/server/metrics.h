@@ -75,6 +75,7 @@ struct GaugeValues {
   size_t accept_stream_connections = 0;
   uint64_t state_transfers = 0;
   uint64_t leader_snapshots = 0;
+  uint64_t checkpoint_snapshots = 0;
   int64_t open_txns = 0;
   uint64_t engine_live_records = 0;
   uint64_t engine_live_versions = 0;

@@ -98,10 +98,11 @@ class Replicator : public CommitHook {
   // Connections this member serves on its accept stream (a leader's, one
   // per stream, when it follows).
   virtual size_t accept_stream_connections() const { return 0; }
-  // State transfers this member caught up by, and snapshots it served while
-  // leading (its writes paused meanwhile); both since it started.
+  // State transfers this member caught up by, snapshots it served while
+  // leading (its writes paused meanwhile), and state transfers it served
+  // from its checkpoint while leading; all since it started.
   struct TransferCounts {
-    uint64_t completed = 0, leader_snapshots = 0;
+    uint64_t completed = 0, leader_snapshots = 0, checkpoint_snapshots = 0;
   };
   virtual TransferCounts transfer_counts() const { return {}; }
 

@@ -148,6 +148,7 @@ Status RolisServer::Start() {
     Replicator::TransferCounts transfers = replicator_->transfer_counts();
     g.state_transfers = transfers.completed;
     g.leader_snapshots = transfers.leader_snapshots;
+    g.checkpoint_snapshots = transfers.checkpoint_snapshots;
     g.open_txns = node_->open_txns();
     DatabaseStats st = db_->Stats();
     g.engine_live_records = st.live_records;

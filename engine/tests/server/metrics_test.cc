@@ -46,6 +46,7 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
     g.flow_control_wait_nanos = 1'500'000'000;
     g.state_transfers = 2;
     g.leader_snapshots = 1;
+    g.checkpoint_snapshots = 3;
     g.open_txns = 3;
     return g;
   });
@@ -72,6 +73,8 @@ TEST(MetricsTest, ExpositionHasTheDocumentedFamilies) {
            "rolis_replication_flow_control_wait_seconds_total 1.5",
            "# TYPE rolis_replication_state_transfers_total counter", "rolis_replication_state_transfers_total 2",
            "# TYPE rolis_replication_leader_snapshots_total counter", "rolis_replication_leader_snapshots_total 1",
+           "# TYPE rolis_replication_checkpoint_snapshots_total counter",
+           "rolis_replication_checkpoint_snapshots_total 3",
            "rolis_build_info{version=\"1.2.3\"} 1", "process_start_time_seconds"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
