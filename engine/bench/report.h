@@ -20,7 +20,9 @@ struct RunInfo {
   double load_seconds = 0;
   std::string placement;  // where workers, followers and threads ran (Mode::Placement)
   std::string other_cpu_load = "none";  // --other-cpu-load (other_cpu_load.h)
-  std::string check = "none";  // the workload's invariant after the run (bank total, TPC-A sums) held
+  // The workload's invariant held after the run: bank_total_ok, tpca_sums_ok,
+  // tpcc_consistent; "none" where the workload has none.
+  std::string check = "none";
   // Workload parameters, as (name, JSON value) pairs, e.g. {"keys", "1000000"}.
   std::vector<std::pair<std::string, std::string>> config;
 };

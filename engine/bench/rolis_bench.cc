@@ -33,6 +33,7 @@
 #include "workloads/retwis.h"
 #include "workloads/tpca.h"
 #include "workloads/tpcc.h"
+#include "workloads/tpcc_check.h"
 #include "workloads/ycsb.h"
 
 namespace {
@@ -269,6 +270,10 @@ int main(int argc, char** argv) {
     bench::WaitForSnapshot(db.get(), 10 * epoch_ms + 1000);
     s = static_cast<workloads::Tpca*>(workload.get())->CheckConsistency(db.get());
     info.check = s.ok() ? "tpca_sums_ok" : "failed";
+  } else if (workload_name == "tpcc") {
+    bench::WaitForSnapshot(db.get(), 10 * epoch_ms + 1000);
+    s = workloads::CheckTpccConsistency(db.get(), *static_cast<workloads::Tpcc*>(workload.get()));
+    info.check = s.ok() ? "tpcc_consistent" : "failed";
   }
   if (!s.ok()) return Fail("check", s);
 

@@ -64,6 +64,7 @@ TEST_P(Suite, RunsAndPrintsJson) {
   EXPECT_GT(j.at("per_thread_tps").get<double>(), 0);
   if (c.workload == "bank") EXPECT_EQ(j.at("check"), "bank_total_ok");
   if (c.workload == "tpca") EXPECT_EQ(j.at("check"), "tpca_sums_ok");
+  if (c.workload == "tpcc") EXPECT_EQ(j.at("check"), "tpcc_consistent");
 }
 
 std::vector<Case> Cases() {
