@@ -96,6 +96,7 @@ void Calvin::SequencerLoop() {
 
 void Calvin::Schedule(const std::vector<Txn*>& batch) {
   std::lock_guard<std::mutex> g(locks_mu_);
+  if (locks_.bucket_count() < 2 * batch.size()) locks_.reserve(2 * batch.size());
   for (Txn* t : batch) {
     t->missing = 0;
     for (const workloads::LockKey& k : t->req.keys) {

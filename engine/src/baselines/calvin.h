@@ -24,7 +24,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -75,8 +74,9 @@ class Calvin : public workloads::TxnRunner {
     bool write;
   };
   // One key's requests in batch order; the first `granted` hold the lock.
+  // Mostly one or two long: a vector (a deque allocated ~600 bytes per key).
   struct KeyQueue {
-    std::deque<Entry> q;
+    std::vector<Entry> q;
     uint32_t granted = 0;
     bool writer_granted = false;
   };
