@@ -6,7 +6,7 @@ BIN_DIR := $(CURDIR)/bin
 CACHE_DIR ?= $(HOME)/.cache/rolis
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build deps engine engine-test test main bench clean
+.PHONY: all build deps engine engine-test test main bench bench-full clean
 .PHONY: envtest-assets manifests operator operator-test
 
 all: build
@@ -21,6 +21,22 @@ engine: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR)
 	mkdir -p $(BIN_DIR)
 	for b in rolis-bench rolis-replay-bench rolis-checkpoint-bench rolisd; do [ ! -f $(BUILD_DIR)/bin/$$b ] || cp -f $(BUILD_DIR)/bin/$$b $(BIN_DIR)/; done
+
+# The in-process benchmark suite (docs/benchmarks.md, "Suite"): every mode
+# (silo, rolis, 2pl, calvin) x workload, the thread, batch-size and zipf
+# sweeps and replay-only, as JSON lines, plots and a table in build/bench/.
+# bench: short runs (under 10 minutes); bench-full: 10 s runs. Neither needs
+# a cluster nor is part of make test.
+BENCH_OUT ?= build/bench
+# Debian's python3, which has python3-matplotlib (apt-get install -y python3-matplotlib).
+BENCH_PYTHON ?= /usr/bin/python3
+bench: deps $(BUILD_DIR)/build.ninja
+	nice cmake --build $(BUILD_DIR) --target rolis-bench rolisd rolis-replay-bench
+	BIN=$(BUILD_DIR)/bin hack/bench/run.sh $(BENCH_OUT); rc=$$?; $(BENCH_PYTHON) hack/bench/plot.py $(BENCH_OUT) && exit $$rc
+
+bench-full: deps $(BUILD_DIR)/build.ninja
+	nice cmake --build $(BUILD_DIR) --target rolis-bench rolisd rolis-replay-bench
+	BENCH_SECONDS=10 BENCH_WARMUP=2 BIN=$(BUILD_DIR)/bin hack/bench/run.sh $(BENCH_OUT); rc=$$?; $(BENCH_PYTHON) hack/bench/plot.py $(BENCH_OUT) && exit $$rc
 
 build: engine manifests operator go-build
 

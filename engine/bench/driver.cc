@@ -243,8 +243,10 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         if (p == kStop || (fixed_work && n >= options.txns_per_thread)) break;
         const uint64_t start = pacer ? pacer->Next(ticks_per_micro, [&] { hooks->Idle(t); }) : CycleNow();
         hooks->BeforeTxn(t);
-        workloads::TxnOutcome out = workload->RunOne(ctx);
+        workloads::TxnOutcome out = options.runner ? options.runner->RunOne(ctx, workload) : workload->RunOne(ctx);
         const uint64_t end = CycleNow();
+        // A runner that queues transactions (Calvin) says when this one was submitted.
+        const uint64_t began = out.submitted_at != 0 && out.submitted_at < end ? out.submitted_at : start;
         hooks->AfterTxn(t, start, end, p == kMeasure && out.error.ok());
         if (!out.error.ok()) {
           me.error = std::move(out.error);
@@ -260,7 +262,11 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
         } else {
           ++ts.rollbacks;
         }
-        ts.latency.Record(end - start);
+        ts.latency.Record(end - began);
+      }
+      if (options.runner) {
+        Status s = options.runner->ThreadEnd(ctx, workload);
+        if (!s.ok() && me.error.ok()) me.error = std::move(s);
       }
       if (cpu_start >= 0) me.cpu_seconds = ThreadCpuSeconds() - cpu_start;
       if (const double now = ThreadRunqueueSeconds(); runqueue_start >= 0 && now >= 0) {

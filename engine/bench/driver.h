@@ -48,6 +48,9 @@ struct DriverOptions {
   // CPUs to pin worker t to (cpus[t % size]); empty: the CPUs this thread may run on.
   std::vector<int> cpus;
   WorkerHooks* hooks = nullptr;  // not owned; may be null
+  // Runs the workload's transactions instead of Workload::RunOne (the 2PL
+  // and Calvin baselines, Mode::txn_runner); not owned; may be null.
+  workloads::TxnRunner* runner = nullptr;
   // Open loop: when > 0, transactions are due at this rate (per second,
   // across threads; each thread takes rate/threads, evenly spaced) and a
   // thread that is ahead waits, outside its transaction, for the next one's

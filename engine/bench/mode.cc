@@ -1,5 +1,6 @@
 #include "mode.h"
 
+#include "baseline_modes.h"
 #include "replicated_mode.h"
 
 namespace rolis::bench {
@@ -19,10 +20,15 @@ class Unreplicated : public Mode {
 
 Status MakeMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
   ModeOptions options = given;
-  if (options.mode.empty()) options.mode = options.replicas > 1 ? "replicated" : "unreplicated";
-  if (options.mode == "unreplicated") {
+  if (options.mode.empty()) options.mode = options.replicas > 1 ? "rolis" : "silo";
+  if (options.mode == "unreplicated") options.mode = "silo";
+  if (options.mode == "replicated") options.mode = "rolis";
+  options.system = options.mode;
+  if (options.system == "silo") {
+    options.mode = "unreplicated";
     if (options.replicas != 1) {
-      return Status::InvalidArgument("--mode=unreplicated runs one replica: drop --replicas or use --mode=replicated");
+      return Status::InvalidArgument("--mode=" + given.mode +
+                                     " runs one replica: drop --replicas or use --mode=rolis (replicated)");
     }
     if (options.durability != "memory") {
       return Status::InvalidArgument("--durability=" + options.durability +
@@ -32,8 +38,14 @@ Status MakeMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
     *mode = std::make_unique<Unreplicated>(options);
     return Status::OK();
   }
-  if (options.mode == "replicated") return MakeReplicatedMode(options, mode);
-  return Status::InvalidArgument("unknown --mode '" + options.mode + "' (supported: unreplicated, replicated)");
+  if (options.system == "rolis") {
+    options.mode = "replicated";
+    return MakeReplicatedMode(options, mode);
+  }
+  if (options.system == "2pl") return MakeTwoPhaseLockingMode(options, mode);
+  if (options.system == "calvin") return MakeCalvinMode(options, mode);
+  return Status::InvalidArgument("unknown --mode '" + given.mode +
+                                 "' (supported: silo, rolis, 2pl, calvin; unreplicated and replicated are silo and rolis)");
 }
 
 }  // namespace rolis::bench

@@ -1,8 +1,10 @@
-// Benchmark modes: what the workload runs on. "unreplicated" is the engine
-// alone (Silo). "replicated" (Rolis, --replicas=3) runs the leader's engine
-// in this process with the replication layer rolisd uses (PaxosReplicator)
-// as its commit hook, and the followers as rolisd processes it starts on
-// loopback (replicated_mode.h).
+// Benchmark modes: what the workload runs on. "silo" (alias "unreplicated")
+// is the engine alone. "rolis" (alias "replicated", --replicas=3) runs the
+// leader's engine in this process with the replication layer rolisd uses
+// (PaxosReplicator) as its commit hook, and the followers as rolisd
+// processes it starts on loopback (replicated_mode.h). "2pl" and "calvin"
+// are the Rolis paper's baselines on the same engine and replication
+// (baseline_modes.h, engine/src/baselines).
 #pragma once
 
 #include <chrono>
@@ -18,7 +20,15 @@
 namespace rolis::bench {
 
 struct ModeOptions {
-  std::string mode;  // "unreplicated" or "replicated"; empty: by replicas (1: unreplicated)
+  // silo, rolis, 2pl or calvin (or the aliases unreplicated, replicated);
+  // empty: by replicas (1: silo). MakeMode sets `system` to one of the four
+  // and `mode` to what the JSON line's "mode" has always said: unreplicated
+  // or replicated for silo and rolis, else the system's name.
+  std::string mode;
+  std::string system;
+  // calvin: the sequencer's epoch and the transactions each worker keeps submitted.
+  uint32_t calvin_epoch_ms = 10;
+  uint32_t calvin_outstanding = 2048;
   uint32_t replicas = 1;
   uint32_t batch_size = 0;  // transactions per replication batch; 0: rolisd's default (50), or none
   std::chrono::microseconds batch_timeout{1000};
@@ -53,6 +63,8 @@ class Mode {
   // After the load: e.g. attach the replicator and elect this process leader.
   virtual Status Start(Database* db) { return Status::OK(); }
   virtual WorkerHooks* worker_hooks() { return nullptr; }
+  // What runs the transactions instead of Workload::RunOne (null: the workload).
+  virtual workloads::TxnRunner* txn_runner() { return nullptr; }
   // CPUs for the workers (empty: every CPU this process may use).
   virtual std::vector<int> driver_cpus() const { return {}; }
   // After the measured window, before the report: e.g. the client-visible

@@ -165,10 +165,48 @@ class ObserverWake final : public WatermarkWaiter {
   bool done_ = false;
 };
 
-class Replicated final : public Mode, public CommitHook, public WorkerHooks {
+// A worker blocked in ReplicatedControl::WaitReplicated.
+class ReplicatedWait final : public WatermarkWaiter {
+ public:
+  void Done(bool ok, const std::string& why) override {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_ = true;
+      ok_ = ok;
+      why_ = why;
+    }
+    cv_.notify_one();
+  }
+  // Registered with the replicator by `await` unless it returned true (covered already).
+  template <class Await>
+  Status Wait(Await&& await, std::chrono::milliseconds timeout) {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      done_ = false;
+    }
+    if (await(this)) return Status::OK();
+    std::unique_lock<std::mutex> g(mu_);
+    if (!cv_.wait_for(g, timeout, [this] { return done_; })) {
+      return Status::FailedPrecondition("not replicated within " + std::to_string(timeout.count()) + " ms");
+    }
+    return ok_ ? Status::OK() : Status::FailedPrecondition("not replicated: " + why_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool ok_ = false;
+  std::string why_;
+};
+
+class Replicated final : public Mode, public CommitHook, public WorkerHooks, public ReplicatedControl {
  public:
   Replicated(ModeOptions o, std::string rolisd) : o_(std::move(o)), rolisd_(std::move(rolisd)) {
-    for (uint32_t t = 0; t < o_.threads; t++) per_.push_back(std::make_unique<PerThread>());
+    for (uint32_t t = 0; t < o_.threads; t++) {
+      per_.push_back(std::make_unique<PerThread>());
+      waits_.push_back(std::make_unique<ReplicatedWait>());
+    }
   }
   ~Replicated() override { Shutdown(); }
 
@@ -213,6 +251,16 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks {
     }
   }
   void Idle(uint32_t t) override { Release(*per_[t]); }
+
+  // ReplicatedControl.
+  void Pause(uint32_t t) override { Release(*per_[t]); }
+  void Resume(uint32_t t) override { BeforeTxn(t); }
+  Status WaitReplicated(uint32_t t, uint64_t commit_ts) override {
+    Release(*per_[t]);
+    Status s = waits_[t]->Wait([&](ReplicatedWait* w) { return repl_->AwaitWatermark(commit_ts, w); },
+                               std::chrono::milliseconds(10000));
+    return s;
+  }
   void ThreadEnd(uint32_t t) override {
     Release(*per_[t]);
     tls_thread = nullptr;
@@ -232,6 +280,8 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks {
   std::string dir_;  // follower logs
   std::string data_dir_;  // --durability=disk: member i's data directory is member-<i> in it
   std::unique_ptr<ObserverWake> observer_wake_ = std::make_unique<ObserverWake>();  // outlives repl_
+  // Outlive repl_: a waiter still registered when it stops is completed or dropped by it.
+  std::vector<std::unique_ptr<ReplicatedWait>> waits_;
   std::unique_ptr<replication::PaxosReplicator> repl_;
   FollowerSet followers_;
   std::vector<std::unique_ptr<PerThread>> per_;
@@ -474,7 +524,7 @@ void Replicated::Shutdown() {
 
 }  // namespace
 
-Status MakeReplicatedMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
+Status MakeReplicatedMode(const ModeOptions& given, std::unique_ptr<Mode>* mode, ReplicatedControl** control) {
   ModeOptions o = given;
   if (o.replicas % 2 == 0) {
     return Status::InvalidArgument("--replicas=" + std::to_string(o.replicas) +
@@ -493,6 +543,7 @@ Status MakeReplicatedMode(const ModeOptions& given, std::unique_ptr<Mode>* mode)
   auto r = std::make_unique<Replicated>(o, rolisd);
   Status s = r->Init();
   if (!s.ok()) return s;
+  if (control != nullptr) *control = r.get();
   *mode = std::move(r);
   return Status::OK();
 }

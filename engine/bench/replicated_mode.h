@@ -22,7 +22,24 @@
 
 namespace rolis::bench {
 
-// Checks the options (odd replicas, rolisd present) and starts the followers.
-Status MakeReplicatedMode(const ModeOptions& options, std::unique_ptr<Mode>* mode);
+// What the baselines built on the replicated mode (baseline_modes.h) need
+// from it, on worker thread t.
+class ReplicatedControl {
+ public:
+  virtual ~ReplicatedControl() = default;
+  // Lets go of the worker's mutex (the replicator closes idle batches under
+  // it) before the worker blocks; Resume takes it again before a transaction.
+  virtual void Pause(uint32_t t) = 0;
+  virtual void Resume(uint32_t t) = 0;
+  // Pauses, then blocks until the watermark G covers commit_ts (a majority
+  // holds the transaction and all before it): rolisd's acknowledgement.
+  // kFailedPrecondition when the leader loses its role or after 10 s.
+  virtual Status WaitReplicated(uint32_t t, uint64_t commit_ts) = 0;
+};
+
+// Checks the options (odd replicas, rolisd present) and starts the
+// followers. `control`, when given, is set to the mode's (owned by it).
+Status MakeReplicatedMode(const ModeOptions& options, std::unique_ptr<Mode>* mode,
+                          ReplicatedControl** control = nullptr);
 
 }  // namespace rolis::bench

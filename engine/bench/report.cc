@@ -90,11 +90,14 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   Json j;
   j["workload"] = info.workload;
   j["mode"] = info.mode.mode;
+  j["system"] = info.mode.system;
+  j["check"] = info.check;
   j["threads"] = info.threads;
   j["seconds"] = Num(r.measured_seconds);
   j["warmup_seconds"] = Num(info.warmup_seconds);
   j["seed"] = info.seed;
   j["throughput_tps"] = Num(r.throughput());
+  j["per_thread_tps"] = Num(info.threads > 0 ? r.throughput() / info.threads : 0);
   j["abort_rate"] = Num(r.abort_rate());
   // p50/p95/p99_us: the latency a client sees: in the replicated mode until
   // the watermark covers the commit, else the engine's (Begin to outcome).

@@ -20,12 +20,16 @@ struct RunInfo {
   double load_seconds = 0;
   std::string placement;  // where workers, followers and threads ran (Mode::Placement)
   std::string other_cpu_load = "none";  // --other-cpu-load (other_cpu_load.h)
+  // The workload's invariant held after the run: bank_total_ok, tpca_sums_ok,
+  // tpcc_consistent; "none" where the workload has none.
+  std::string check = "none";
   // Workload parameters, as (name, JSON value) pairs, e.g. {"keys", "1000000"}.
   std::vector<std::pair<std::string, std::string>> config;
 };
 
 void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
-// One JSON object without newlines. Fields: workload, mode, threads, seconds,
+// One JSON object without newlines. Fields: workload, mode, system (silo,
+// rolis, 2pl or calvin), threads, per_thread_tps, check, seconds,
 // warmup_seconds, seed, throughput_tps, abort_rate, latency ("engine" or
 // "client_visible_commit": what p50_us, p95_us and p99_us measure),
 // p50_us, p95_us, p99_us, engine_p50_us, engine_p99_us, commits, aborts,

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rolis/db.h"
 #include "rolis/status.h"
@@ -55,6 +56,63 @@ struct TxnOutcome {
   bool committed = false;        // false with ok error: rolled back by the application
   uint32_t conflict_aborts = 0;  // attempts that ended in kAborted before the outcome
   Status error;                  // non-OK: a non-retryable failure (a bug or a limit)
+  uint64_t commit_ts = 0;        // committed read-write transaction: its commit ts
+  // When non-zero: the driver's clock (ticks) when the transaction was
+  // submitted, for a runner that queues it (Calvin); its latency starts there.
+  uint64_t submitted_at = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Transactions declared before they run (docs/benchmarks.md, "Suite"): 2PL
+// locks the declared read and write sets, Calvin replicates the inputs and
+// locks the sets in batch order. A workload that declares them implements
+// Generate (pick the type and inputs, list the keys) and Execute (run that
+// transaction to its end, deterministically from the inputs).
+
+// One declared key: a hash of (table, key); lock tables may merge colliding
+// hashes (more locking, never less).
+struct LockKey {
+  uint64_t hash = 0;
+  bool write = false;
+};
+
+inline uint64_t LockHash(TableId table, std::string_view key) {
+  uint64_t h = 0xcbf29ce484222325ULL ^ (static_cast<uint64_t>(table) * 0x9e3779b97f4a7c15ULL);
+  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ULL;
+  return h ^ (h >> 29);
+}
+
+struct TxnRequest {
+  static constexpr uint32_t kMaxParams = 24;
+  uint32_t type = 0;
+  bool read_only = false;
+  uint32_t nparams = 0;
+  uint64_t params[kMaxParams] = {};  // the inputs: all Execute may depend on
+  std::vector<LockKey> keys;         // the declared read and write set
+
+  void Reset(uint32_t t, bool ro) {
+    type = t;
+    read_only = ro;
+    nparams = 0;
+    keys.clear();
+  }
+  void Param(uint64_t v) { params[nparams++] = v; }
+  void Key(TableId table, std::string_view key, bool is_write) { keys.push_back({LockHash(table, key), is_write}); }
+  // Sorted by hash, one entry per hash (a write wins): the order locks are taken in.
+  void Normalize();
+};
+
+class Workload;
+
+// Runs a workload's transactions when the workload does not run them itself
+// (the 2PL and Calvin baselines, engine/src/baselines). Called on the
+// worker thread of ctx, as Workload::RunOne would be.
+class TxnRunner {
+ public:
+  virtual ~TxnRunner() = default;
+  virtual TxnOutcome RunOne(WorkerContext& ctx, Workload* workload) = 0;
+  // After the thread's last RunOne: finish what it still holds or queued.
+  virtual Status ThreadEnd(WorkerContext& ctx, Workload* workload) { return Status::OK(); }
 };
 
 class Workload {
@@ -74,7 +132,25 @@ class Workload {
 
   // Picks a transaction type by the workload's mix and runs it to its end.
   virtual TxnOutcome RunOne(WorkerContext& ctx) = 0;
+
+  // Whether Generate and Execute are implemented (TxnRequest above).
+  virtual bool declares_sets() const { return false; }
+  // Picks a transaction by the mix: its type, inputs and read/write set.
+  virtual void Generate(WorkerContext& ctx, TxnRequest* req) {}
+  // Runs the transaction `req` describes to its end (RunTxn), touching only
+  // its declared keys.
+  virtual TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) {
+    TxnOutcome out;
+    out.error = Status::InvalidArgument("this workload does not declare its transactions");
+    return out;
+  }
 };
+
+// RunOne of a workload that declares its transactions.
+inline TxnOutcome GenerateAndExecute(Workload& w, WorkerContext& ctx, TxnRequest* req) {
+  w.Generate(ctx, req);
+  return w.Execute(ctx, *req);
+}
 
 // ---------------------------------------------------------------------------
 // Retry loop.
@@ -112,6 +188,7 @@ inline TxnOutcome RunTxn(WorkerContext& ctx, uint32_t type, bool read_only, Body
       s = txn->Commit();
       if (s.ok()) {
         out.committed = true;
+        if (!read_only) out.commit_ts = txn->commit_ts();
         return out;
       }
     } else {

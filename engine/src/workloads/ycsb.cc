@@ -23,7 +23,7 @@ uint32_t Ycsbpp::PickRecords(Rng& rng, uint64_t (&records)[kMaxOps]) const {
   for (uint32_t i = 0; i < ops; ++i) {
     bool dup;
     do {
-      records[i] = rng.Uniform(config_.keys);
+      records[i] = zipf_ ? zipf_->Next(rng) : rng.Uniform(config_.keys);
       dup = false;
       for (uint32_t j = 0; distinct && j < i; ++j) dup |= records[j] == records[i];
     } while (dup);
@@ -35,6 +35,8 @@ std::span<const std::string_view> Ycsbpp::txn_types() const { return kTypeNames;
 
 Status Ycsbpp::Load(Database* db, uint32_t threads) {
   if (config_.keys == 0) return Status::InvalidArgument("ycsb: keys must be > 0");
+  if (!Zipf::ValidTheta(config_.zipf_theta)) return Status::InvalidArgument("ycsb: zipf theta must be in [0, 1)");
+  if (config_.zipf_theta > 0) zipf_.emplace(config_.keys, config_.zipf_theta);
   Status s = db->CreateTable(config_.table_name, &table_);
   if (!s.ok()) return s;
   const uint64_t n = config_.keys;
@@ -63,7 +65,27 @@ void Ycsbpp::InitThread(WorkerContext& ctx) {
 }
 
 TxnOutcome Ycsbpp::RunOne(WorkerContext& ctx) {
-  return ctx.rng.Percent(config_.read_only_percent) ? ReadOnly(ctx) : ReadModifyWrite(ctx);
+  const bool read_only = ctx.rng.Percent(config_.read_only_percent);
+  uint64_t records[kMaxOps];
+  const uint32_t ops = PickRecords(ctx.rng, records);
+  return read_only ? ReadOnly(ctx, records, ops) : ReadModifyWrite(ctx, records, ops);
+}
+
+void Ycsbpp::Generate(WorkerContext& ctx, TxnRequest* req) {
+  const bool read_only = ctx.rng.Percent(config_.read_only_percent);
+  uint64_t records[kMaxOps];
+  const uint32_t ops = PickRecords(ctx.rng, records);
+  req->Reset(read_only ? kYcsbReadOnly : kYcsbReadModifyWrite, read_only);
+  char key[8];
+  for (uint32_t i = 0; i < ops; ++i) {
+    req->Param(records[i]);
+    req->Key(table_->id(), YcsbKey(records[i], key), !read_only);
+  }
+}
+
+TxnOutcome Ycsbpp::Execute(WorkerContext& ctx, const TxnRequest& req) {
+  return req.type == kYcsbReadOnly ? ReadOnly(ctx, req.params, req.nparams)
+                                   : ReadModifyWrite(ctx, req.params, req.nparams);
 }
 
 void Ycsbpp::PrefetchKeys(Transaction& txn, const uint64_t* records, uint32_t ops,
@@ -73,9 +95,7 @@ void Ycsbpp::PrefetchKeys(Transaction& txn, const uint64_t* records, uint32_t op
   txn.Prefetch(std::span<const TableKey>(want, ops));
 }
 
-TxnOutcome Ycsbpp::ReadOnly(WorkerContext& ctx) {
-  uint64_t records[kMaxOps];
-  const uint32_t ops = PickRecords(ctx.rng, records);
+TxnOutcome Ycsbpp::ReadOnly(WorkerContext& ctx, const uint64_t* records, uint32_t ops) {
   return RunTxn(ctx, kYcsbReadOnly, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
     char keys[kMaxOps][8];
     PrefetchKeys(txn, records, ops, keys);
@@ -88,9 +108,7 @@ TxnOutcome Ycsbpp::ReadOnly(WorkerContext& ctx) {
   });
 }
 
-TxnOutcome Ycsbpp::ReadModifyWrite(WorkerContext& ctx) {
-  uint64_t records[kMaxOps];
-  const uint32_t ops = PickRecords(ctx.rng, records);
+TxnOutcome Ycsbpp::ReadModifyWrite(WorkerContext& ctx, const uint64_t* records, uint32_t ops) {
   return RunTxn(ctx, kYcsbReadModifyWrite, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
     char keys[kMaxOps][8];
     PrefetchKeys(txn, records, ops, keys);

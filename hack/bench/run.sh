@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The in-process benchmark suite (docs/benchmarks.md, "Suite"): short
+# rolis-bench runs of every mode x workload, the sweeps the plots need
+# (threads, batch size, zipf theta) and rolis-replay-bench, each run's JSON
+# line appended to a .jsonl file in OUT. hack/bench/plot.py draws them.
+#
+#   hack/bench/run.sh [OUT]          OUT: build/bench by default
+#   BENCH_SECONDS=10 BENCH_WARMUP=2  longer runs (make bench-full)
+#
+# Binaries: BENCH (rolis-bench) and REPLAY_BENCH, by default from
+# build/engine/bin. A failed run is reported and the rest go on; the script
+# then exits 1.
+set -u
+OUT=${1:-build/bench}
+BIN=${BIN:-build/engine/bin}
+BENCH=${BENCH:-$BIN/rolis-bench}
+REPLAY_BENCH=${REPLAY_BENCH:-$BIN/rolis-replay-bench}
+SECS=${BENCH_SECONDS:-2}
+WARM=${BENCH_WARMUP:-0.5}
+mkdir -p "$OUT"
+rm -f "$OUT"/*.jsonl
+failed=0
+
+# run FILE ARGS...: one rolis-bench run; its JSON line goes to OUT/FILE.
+run() {
+  local file=$1
+  shift
+  local log
+  log=$(mktemp)
+  echo "rolis-bench $*" >&2
+  if timeout 300 nice "$BENCH" --seconds="$SECS" --warmup="$WARM" "$@" >"$log" 2>&1 &&
+    tail -1 "$log" | python3 -c 'import json,sys; json.loads(sys.stdin.read())' 2>/dev/null; then
+    tail -1 "$log" >>"$OUT/$file"
+  else
+    echo "FAILED: rolis-bench $*" >&2
+    tail -5 "$log" >&2
+    failed=1
+  fi
+  rm -f "$log"
+}
+
+# Every mode x workload (TPC-C declares no read/write sets: silo and rolis only).
+for mode in silo rolis 2pl calvin; do
+  for w in ycsbpp retwis tpca bank hash tpcc; do
+    case "$mode/$w" in 2pl/tpcc | calvin/tpcc) continue ;; esac
+    extra=()
+    case $w in bank | hash) extra=(--mix=50/50) ;; tpcc) extra=(--tpcc-items=10000 --tpcc-customers=300) ;; esac
+    run suite.jsonl --mode=$mode --workload=$w "${extra[@]}"
+  done
+done
+for mix in 90/10 10/90; do
+  for w in bank hash; do run mix.jsonl --mode=rolis --workload=$w --mix=$mix; done
+done
+
+# Throughput against worker threads, every mode (YCSB++).
+for mode in silo rolis 2pl calvin; do
+  for t in 1 2; do run threads.jsonl --mode=$mode --workload=ycsbpp --threads=$t; done
+done
+
+# Client-visible commit latency against batch size (rolis, YCSB++).
+for b in 1 10 50 200 1000; do run batch.jsonl --mode=rolis --workload=ycsbpp --batch-size=$b; done
+
+# Throughput and abort rate against zipf theta, rolis and silo, 2 threads
+# (one thread has no one to conflict with).
+for mode in silo rolis; do
+  for z in 0 0.5 0.8 0.9 0.95 0.99; do run zipf.jsonl --mode=$mode --workload=ycsbpp --threads=2 --zipf=$z; done
+done
+
+# Replay only: a follower's decode and apply of a recorded YCSB++ run.
+echo "rolis-replay-bench --workload=ycsbpp --store=preloaded" >&2
+if out=$(timeout 300 nice "$REPLAY_BENCH" --workload=ycsbpp --store=preloaded 2>/dev/null | tail -1) &&
+  echo "$out" | python3 -c 'import json,sys; json.loads(sys.stdin.read())' 2>/dev/null; then
+  echo "$out" >>"$OUT/replay.jsonl"
+else
+  echo "FAILED: rolis-replay-bench" >&2
+  failed=1
+fi
+exit $failed
