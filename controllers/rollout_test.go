@@ -26,8 +26,14 @@ import (
 // setRevision plays the StatefulSet controller: it publishes the update
 // revision of the current spec.
 func setRevision(ctx context.Context, ns string, rev string) {
+	setRevisionOf(ctx, &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}, rev)
+}
+
+// setRevisionOf is setRevision for cluster c's StatefulSet.
+func setRevisionOf(ctx context.Context, c *dbv1.RolisCluster, rev string) {
+	GinkgoHelper()
 	sts := &appsv1.StatefulSet{}
-	Expect(k8s.Get(ctx, byKey(ns, "db"), sts)).To(Succeed())
+	Expect(k8s.Get(ctx, byKey(c.Namespace, specs.StatefulSetName(c)), sts)).To(Succeed())
 	sts.Status.ObservedGeneration = sts.Generation
 	sts.Status.UpdateRevision = rev
 	sts.Status.Replicas = *sts.Spec.Replicas
