@@ -305,4 +305,8 @@ var _ = Describe("TLS", Ordered, func() {
 	It("once the certificates are issued, elects over mutual TLS with real rolisd members", Label("rolisd"), func() {
 		electsOverMutualTLS(ctx, c)
 	})
+
+	It("turns TLS on for a running plaintext cluster of real rolisd members under load, losing no acknowledged write", Label("rolisd"), func() {
+		movesToTLSUnderLoad(ctx)
+	})
 })

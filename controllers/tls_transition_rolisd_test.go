@@ -122,52 +122,57 @@ func modeAndProgress(ctx context.Context, c *dbv1.RolisCluster) func() string {
 	}
 }
 
-var _ = Describe("Turning TLS on for a running cluster of real rolisd processes", Label("rolisd"), func() {
-	It("rolls to TLS and plaintext, then to TLS only, under load, losing no acknowledged transaction", func() {
-		ctx := context.Background()
-		installCertManager() // run alone, the specs that install it did not run
-		c, procs, _, _ := startRealCluster(ctx)
-		setRevision(ctx, c.Namespace, "rev1")
-		Eventually(condition(ctx, c, dbv1.ConditionReady), "60s").Should(HavePrefix("True/"))
-		Expect(recordedTLSMode(ctx, c)()).To(Equal(dbv1.TLSModePlaintext))
-		w := startLedgerLoad(ctx, procs.ClientAddrs(), 61) // plaintext clients
-		Eventually(w.Acked, "20s").Should(BeNumerically(">", 50))
+// movesToTLSUnderLoad turns TLS on for a running plaintext cluster of three
+// real rolisd processes under ledger load: the operator's two rollouts, the
+// members restarted with the flags of each, and every acknowledged write
+// read back over TLS at the end. It runs in the TLS block of
+// dependencies_test.go, after cert-manager's API is installed.
+func movesToTLSUnderLoad(ctx context.Context) {
+	GinkgoHelper()
+	// Run alone (a label filter), the specs before it in its block did
+	// not install cert-manager's API; installing it again changes nothing.
+	installCertManager()
+	c, procs, _, _ := startRealCluster(ctx)
+	setRevision(ctx, c.Namespace, "rev1")
+	Eventually(condition(ctx, c, dbv1.ConditionReady), "60s").Should(HavePrefix("True/"))
+	Expect(recordedTLSMode(ctx, c)()).To(Equal(dbv1.TLSModePlaintext))
+	w := startLedgerLoad(ctx, procs.ClientAddrs(), 61) // plaintext clients
+	Eventually(w.Acked, "20s").Should(BeNumerically(">", 50))
 
-		By("spec.tls.enabled: true; the certificates come first")
-		Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(true)} })).To(Succeed())
-		Eventually(condition(ctx, c, dbv1.ConditionProgressing), "30s").Should(HavePrefix("True/" + ReasonTLSTransitionIssuing))
-		Expect(podArgs(ctx, c)()).NotTo(ContainElement(HavePrefix("--tls")))
-		ca := testca.New(GinkgoTB(), "cluster")
-		member := issueAsCertManager(ctx, c, ca)
-		operator := ca.ClientConfig(GinkgoTB())
-		procs.SetProbeTLS(operator) // restarted members take TLS
+	By("spec.tls.enabled: true; the certificates come first")
+	Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(true)} })).To(Succeed())
+	Eventually(condition(ctx, c, dbv1.ConditionProgressing), "30s").Should(HavePrefix("True/" + ReasonTLSTransitionIssuing))
+	Expect(podArgs(ctx, c)()).NotTo(ContainElement(HavePrefix("--tls")))
+	ca := testca.New(GinkgoTB(), "cluster")
+	member := issueAsCertManager(ctx, c, ca)
+	operator := ca.ClientConfig(GinkgoTB())
+	procs.SetProbeTLS(operator) // restarted members take TLS
 
-		By("the first rollout: every member takes TLS and plaintext; the plaintext clients keep writing")
-		Eventually(podArgs(ctx, c), "30s").Should(ContainElement(specs.FlagTLSAcceptPlaintext))
-		acked := w.Acked()
-		stop := flagsKubelet(ctx, c, procs, member, ca.CAFile)
-		defer stop()
-		Eventually(modeAndProgress(ctx, c), "180s").Should(HavePrefix(dbv1.TLSModeToMutualRequireTLS + " "))
-		Expect(w.Acked()).To(BeNumerically(">", acked+20), "writes went on through the first rollout")
-		for _, m := range procs.Members {
-			Expect(m.Args()).To(ContainElement(specs.FlagTLSAcceptPlaintext))
-		}
+	By("the first rollout: every member takes TLS and plaintext; the plaintext clients keep writing")
+	Eventually(podArgs(ctx, c), "30s").Should(ContainElement(specs.FlagTLSAcceptPlaintext))
+	acked := w.Acked()
+	stop := flagsKubelet(ctx, c, procs, member, ca.CAFile)
+	defer stop()
+	Eventually(modeAndProgress(ctx, c), "180s").Should(HavePrefix(dbv1.TLSModeToMutualRequireTLS + " "))
+	Expect(w.Acked()).To(BeNumerically(">", acked+20), "writes went on through the first rollout")
+	for _, m := range procs.Members {
+		Expect(m.Args()).To(ContainElement(specs.FlagTLSAcceptPlaintext))
+	}
 
-		By("the second rollout: every member requires TLS; the mode is recorded mutual")
-		// The plaintext clients are refused by each member that requires TLS.
-		Eventually(modeAndProgress(ctx, c), "180s").Should(HavePrefix(dbv1.TLSModeMutual + " "))
-		Eventually(condition(ctx, c, dbv1.ConditionReady), "90s").Should(HavePrefix("True/"))
-		for _, m := range procs.Members {
-			Expect(m.Args()).NotTo(ContainElement(specs.FlagTLSAcceptPlaintext))
-			Expect(m.Args()).To(ContainElement("--tls-ca=" + ca.CAFile))
-		}
-		Expect(eventReasons(ctx, c)()).To(ContainElements(ReasonTLSTransitionAcceptPlaintext, ReasonTLSTransitionRequireTLS))
-		Expect(condition(ctx, c, ConditionTLSDisabled)()).To(Equal("absent"))
-		id, _ := servingLeader(ctx, c)
-		_, err := memberStatus(procs.Member(int(id)).AdminAddr) // plaintext
-		Expect(err).To(HaveOccurred(), "the admin port takes only TLS now")
+	By("the second rollout: every member requires TLS; the mode is recorded mutual")
+	// The plaintext clients are refused by each member that requires TLS.
+	Eventually(modeAndProgress(ctx, c), "180s").Should(HavePrefix(dbv1.TLSModeMutual + " "))
+	Eventually(condition(ctx, c, dbv1.ConditionReady), "90s").Should(HavePrefix("True/"))
+	for _, m := range procs.Members {
+		Expect(m.Args()).NotTo(ContainElement(specs.FlagTLSAcceptPlaintext))
+		Expect(m.Args()).To(ContainElement("--tls-ca=" + ca.CAFile))
+	}
+	Expect(eventReasons(ctx, c)()).To(ContainElements(ReasonTLSTransitionAcceptPlaintext, ReasonTLSTransitionRequireTLS))
+	Expect(condition(ctx, c, ConditionTLSDisabled)()).To(Equal("absent"))
+	id, _ := servingLeader(ctx, c)
+	_, err := memberStatus(procs.Member(int(id)).AdminAddr) // plaintext
+	Expect(err).To(HaveOccurred(), "the admin port takes only TLS now")
 
-		By("no acknowledged write was lost across both rollouts (read over TLS)")
-		checkLedgerOver(ctx, c, procs, w, operator)
-	})
-})
+	By("no acknowledged write was lost across both rollouts (read over TLS)")
+	checkLedgerOver(ctx, c, procs, w, operator)
+}
