@@ -17,10 +17,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
+	"github.com/rolisdb/rolis/internal/testca"
 )
 
 // installCRD installs a third-party CRD (generated from its Go module by
@@ -171,14 +173,58 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(condition(ctx, c, ConditionTLSDisabled)()).To(Equal("absent"))
 	})
 
-	It("keeps the plaintext members of a cluster made without cert-manager, and refuses to switch them", func() {
-		Consistently(podArgs(ctx, d), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
+	It("moves the plaintext members of a cluster made without cert-manager to mutual TLS once asked: certificates first, then two rollouts", func() {
+		fc := newFakeCluster(1, false)
+		defer fc.stop()
+		startPods(ctx, d, []int32{1}, "rev1", func(int32) string { return fc.members[1].addr() })
+		setRevisionOf(ctx, d, "rev1")
 		Expect(recordedTLSMode(ctx, d)()).To(Equal(dbv1.TLSModePlaintext))
 		Expect(updateCluster(ctx, d, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(true)} })).To(Succeed())
-		Eventually(condition(ctx, d, dbv1.ConditionDegraded)).Should(And(
-			HavePrefix("True/"+ReasonTLSChangeRefused), ContainSubstring("members run plaintext")))
+
+		By("the certificates are asked for while the members keep plaintext")
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "plain-server"), &cmv1.Certificate{}) }, "60s").Should(Succeed())
+		Eventually(condition(ctx, d, dbv1.ConditionProgressing)).Should(HavePrefix("True/" + ReasonTLSTransitionIssuing))
 		Consistently(podArgs(ctx, d), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
-		Expect(k8s.Get(ctx, byKey(ns, "plain-server"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
+		Expect(recordedTLSMode(ctx, d)()).To(Equal(dbv1.TLSModePlaintext))
+		Expect(condition(ctx, d, ConditionTLSDisabled)()).To(HavePrefix("True/"))
+		Expect(condition(ctx, d, dbv1.ConditionDegraded)()).NotTo(ContainSubstring(ReasonTLSChangeRefused))
+
+		By("once they are Ready, the members roll to take TLS and plaintext")
+		issueAsCertManager(ctx, d, testca.New(GinkgoTB(), "plain"))
+		Eventually(podArgs(ctx, d)).Should(ContainElements("--tls-ca=/etc/rolis/tls/ca.crt", specs.FlagTLSAcceptPlaintext))
+		Expect(recordedTLSMode(ctx, d)()).To(Equal(dbv1.TLSModeToMutualAcceptPlaintext))
+		Eventually(eventReasons(ctx, d)).Should(ContainElement(ReasonTLSTransitionAcceptPlaintext))
+		Eventually(condition(ctx, d, dbv1.ConditionProgressing)).Should(HavePrefix("True/" + ReasonTLSTransitionAcceptPlaintext))
+		Consistently(recordedTLSMode(ctx, d), "2s").Should(Equal(dbv1.TLSModeToMutualAcceptPlaintext),
+			"the member still runs the old revision")
+
+		By("once the member runs that revision and is Ready, they roll again to require TLS")
+		restartAt := func(rev string) {
+			setRevisionOf(ctx, d, rev)
+			p := &corev1.Pod{}
+			if err := k8s.Get(ctx, byKey(ns, specs.PodName(d, 1)), p); err == nil {
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
+			}
+			Eventually(func() error { return k8s.Get(ctx, byKey(ns, specs.PodName(d, 1)), &corev1.Pod{}) }).
+				Should(MatchError(ContainSubstring("not found")))
+			startPods(ctx, d, []int32{1}, rev, func(int32) string { return fc.members[1].addr() })
+		}
+		restartAt("rev2")
+		Eventually(recordedTLSMode(ctx, d), "30s").Should(Equal(dbv1.TLSModeToMutualRequireTLS))
+		Eventually(podArgs(ctx, d)).ShouldNot(ContainElement(specs.FlagTLSAcceptPlaintext))
+		Expect(podArgs(ctx, d)()).To(ContainElement("--tls-ca=/etc/rolis/tls/ca.crt"))
+		Eventually(eventReasons(ctx, d)).Should(ContainElement(ReasonTLSTransitionRequireTLS))
+
+		By("once the member requires TLS, the mode is recorded mutual")
+		restartAt("rev3")
+		Eventually(recordedTLSMode(ctx, d), "30s").Should(Equal(dbv1.TLSModeMutual))
+		Eventually(condition(ctx, d, ConditionTLSDisabled)).Should(Equal("absent"))
+		Expect(eventNotes(ctx, d, ReasonTLSModeChosen)).To(ContainElement(ContainSubstring("members speak mutual")))
+
+		By("turning TLS off again is refused by the API server: the members keep mutual TLS")
+		err := updateCluster(ctx, d, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(false)} })
+		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot be turned off after creation")))
+		Consistently(podArgs(ctx, d), "2s").Should(ContainElement("--tls-ca=/etc/rolis/tls/ca.crt"))
 	})
 
 	It("gives a new cluster without spec.tls its own CA and mutual TLS", func() {
@@ -222,7 +268,7 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(k8s.Get(ctx, byKey(ns, "auto-client"), &cmv1.Certificate{})).To(Succeed())
 	})
 
-	It("keeps the plaintext members of a cluster made by an older operator, which had no TLS by default", func() {
+	It("moves the plaintext members of a cluster made by an older operator, which had no TLS by default, to TLS: certificates first", func() {
 		// The older operator's StatefulSet: plaintext members, no mode recorded.
 		old := newCluster(ns, "legacy", 3)
 		old.Spec.TLS = nil
@@ -235,8 +281,12 @@ var _ = Describe("TLS", Ordered, func() {
 
 		Eventually(recordedTLSMode(ctx, old)).Should(Equal(dbv1.TLSModePlaintext))
 		Eventually(condition(ctx, old, ConditionTLSDisabled)).Should(HavePrefix("True/" + ReasonTLSCreatedWithout))
+		// TLS is the default and cert-manager is installed: the move starts
+		// with the certificates; the members keep plaintext until they are
+		// Ready (cert-manager does not run here).
+		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "legacy-server"), &cmv1.Certificate{}) }).Should(Succeed())
+		Eventually(condition(ctx, old, dbv1.ConditionProgressing)).Should(HavePrefix("True/" + ReasonTLSTransitionIssuing))
 		Consistently(podArgs(ctx, old), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))
-		Expect(k8s.Get(ctx, byKey(ns, "legacy-server"), &cmv1.Certificate{})).To(MatchError(ContainSubstring("not found")))
 		Expect(condition(ctx, old, dbv1.ConditionDegraded)()).NotTo(ContainSubstring(ReasonTLSChangeRefused))
 	})
 
@@ -254,5 +304,9 @@ var _ = Describe("TLS", Ordered, func() {
 
 	It("once the certificates are issued, elects over mutual TLS with real rolisd members", Label("rolisd"), func() {
 		electsOverMutualTLS(ctx, c)
+	})
+
+	It("turns TLS on for a running plaintext cluster of real rolisd members under load, losing no acknowledged write", Label("rolisd"), func() {
+		movesToTLSUnderLoad(ctx)
 	})
 })

@@ -168,6 +168,12 @@ func (h *heartbeat) run(ctx context.Context, key types.NamespacedName, t leaders
 		if ctx.Err() != nil {
 			return
 		}
+		if err != nil && t.Cluster != nil && t.Cluster.TLSTransition() {
+			// During a move to TLS the member may have changed what it
+			// takes: dial again (TLS first, then plaintext).
+			c.Close() //nolint:errcheck
+			c = nil
+		}
 		h.observe(key, b, err == nil && leads(st, b.epoch))
 	}
 }

@@ -209,6 +209,7 @@ func (r *Reconciler) steps() []step {
 		{"disruption budget", r.reconcileDisruptionBudget},
 		{"monitoring", r.reconcileMonitoring},
 		{"members", r.probeMembers},
+		{"tls transition", r.advanceTLSTransition},
 		{"fencing", r.checkFencing},
 		{"leadership", r.reconcileLeadership},
 		{"switchover", r.reconcileSwitchover},

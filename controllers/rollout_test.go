@@ -26,12 +26,23 @@ import (
 // setRevision plays the StatefulSet controller: it publishes the update
 // revision of the current spec.
 func setRevision(ctx context.Context, ns string, rev string) {
-	sts := &appsv1.StatefulSet{}
-	Expect(k8s.Get(ctx, byKey(ns, "db"), sts)).To(Succeed())
-	sts.Status.ObservedGeneration = sts.Generation
-	sts.Status.UpdateRevision = rev
-	sts.Status.Replicas = *sts.Spec.Replicas
-	Expect(k8s.Status().Update(ctx, sts)).To(Succeed())
+	setRevisionOf(ctx, &dbv1.RolisCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}}, rev)
+}
+
+// setRevisionOf is setRevision for cluster c's StatefulSet (again after a
+// conflict with the operator's update of its spec).
+func setRevisionOf(ctx context.Context, c *dbv1.RolisCluster, rev string) {
+	GinkgoHelper()
+	Eventually(func() error {
+		sts := &appsv1.StatefulSet{}
+		if err := k8s.Get(ctx, byKey(c.Namespace, specs.StatefulSetName(c)), sts); err != nil {
+			return err
+		}
+		sts.Status.ObservedGeneration = sts.Generation
+		sts.Status.UpdateRevision = rev
+		sts.Status.Replicas = *sts.Spec.Replicas
+		return k8s.Status().Update(ctx, sts)
+	}).Should(Succeed())
 }
 
 var _ = Describe("Rolling restart after a change of engine settings", func() {

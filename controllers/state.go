@@ -54,6 +54,9 @@ type state struct {
 	progress    []finding // Progressing
 	failingOver *finding  // FailingOver (nil: not failing over)
 	extra       map[string]conditionValue
+	// tlsIssueFirst: plaintext members are to move to TLS; their
+	// certificates are issued before anything else changes (step_tls.go).
+	tlsIssueFirst bool
 }
 
 type conditionValue struct {

@@ -63,7 +63,7 @@ func (r *Reconciler) crdInstalled(gk schema.GroupKind, version string) (bool, er
 // rather than creating pods that cannot start.
 func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outcome, error) {
 	c := s.cluster
-	if !c.TLSEnabled() {
+	if !c.TLSEnabled() && !s.tlsIssueFirst {
 		return proceed, nil
 	}
 	ok, err := r.certManagerInstalled()
@@ -104,6 +104,9 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *state) (outco
 	}
 	if issued {
 		s.condition(ConditionCertificatesReady, true, ReasonCertificatesIssued, "member, operator and client certificates are issued by "+specs.IssuerDescription(c))
+		if s.tlsIssueFirst {
+			return r.beginTLSTransition(ctx, s)
+		}
 	} else {
 		s.condition(ConditionCertificatesReady, false, ReasonCertificatesIssuing,
 			fmt.Sprintf("waiting for issuer %s to issue the certificates", specs.IssuerDescription(c)))

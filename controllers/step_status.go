@@ -106,9 +106,10 @@ func computeStatus(s *state) {
 	for t, v := range s.extra {
 		set(t, boolStatus(v.ok), v.reason, v.message)
 	}
-	if !c.TLSEnabled() {
+	if !c.TLSEnabled() && !s.tlsIssueFirst {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionCertificatesReady)
-	} else {
+	}
+	if c.TLSEnabled() {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionTLSDisabled)
 	}
 	if !c.Spec.Monitoring.Enabled {

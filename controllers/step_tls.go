@@ -43,6 +43,12 @@ const (
 	ReasonTLSChangeRefused = "TLSChangeNotSupported"
 	// ReasonTLSModeChosen is the event of the recorded mode.
 	ReasonTLSModeChosen = "TLSModeChosen"
+	// The phases of a running cluster's move to TLS (Progressing reasons
+	// and events; docs/operations.md, "Turning TLS on or off for a running
+	// cluster").
+	ReasonTLSTransitionIssuing         = "TLSTransitionIssuingCertificates"
+	ReasonTLSTransitionAcceptPlaintext = "TLSTransitionAcceptPlaintext"
+	ReasonTLSTransitionRequireTLS      = "TLSTransitionRequireTLS"
 )
 
 func tlsMode(on bool) string {
@@ -52,10 +58,15 @@ func tlsMode(on bool) string {
 	return dbv1.TLSModePlaintext
 }
 
-// runningTLSMode is the mode the StatefulSet's members run, from their flags.
+// runningTLSMode is the mode the StatefulSet's members run, from their
+// flags: plaintext, mutual, or dbv1.TLSModeToMutualAcceptPlaintext (TLS
+// with --tls-accept-plaintext).
 func runningTLSMode(sts *appsv1.StatefulSet) string {
 	for _, ctr := range sts.Spec.Template.Spec.Containers {
 		if ctr.Name == specs.ContainerRun {
+			if slices.Contains(ctr.Args, specs.FlagTLSAcceptPlaintext) {
+				return dbv1.TLSModeToMutualAcceptPlaintext
+			}
 			return tlsMode(slices.ContainsFunc(ctr.Args, func(a string) bool { return strings.HasPrefix(a, "--tls-ca=") }))
 		}
 	}
@@ -69,10 +80,15 @@ func (r *Reconciler) certManagerInstalled() (bool, error) {
 // resolveTLSMode decides whether the members speak mutual TLS and records
 // it on the cluster (dbv1.AnnotationTLSMode), which every later step and
 // the admin dialer read through c.TLSEnabled():
-//   - members that exist keep the mode they run: members of one cluster
-//     must all speak the same, and a change would need a rolling change
-//     that accepts both for one rollout (not done: the spec's change is
-//     refused with a Degraded condition, and nothing changes);
+//   - a move to TLS under way (dbv1.TLSModeToMutual*) goes on: the "tls
+//     transition" step (step_tls_transition.go) moves it to its next phase;
+//   - members that run plaintext while the spec asks for TLS (enabled, or
+//     the default with cert-manager installed) start that move: the
+//     certificates are issued first (s.tlsIssueFirst), and once they are
+//     Ready the certificates step records the first phase;
+//   - members that run mutual TLS keep it: turning TLS off on a running
+//     cluster is refused with a Degraded condition, and nothing changes
+//     (docs/operations.md, "Turning TLS on or off for a running cluster");
 //   - otherwise spec.tls.enabled decides, and when the spec leaves it to
 //     the default, TLS is on where cert-manager is installed; without
 //     cert-manager the cluster comes up in plaintext and says so.
@@ -96,6 +112,14 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 
 	want, why := recorded, recordedWhy
 	switch {
+	case c.TLSTransition() || running == dbv1.TLSModeToMutualAcceptPlaintext:
+		if !c.TLSTransition() {
+			want = dbv1.TLSModeToMutualAcceptPlaintext // the record was lost: the members say where they are
+		}
+		if !c.TLSRequested() {
+			s.problem(ReasonTLSChangeRefused, "spec.tls.enabled is false but the members are moving to mutual TLS: "+
+				"the move completes (turning TLS off on a running cluster is not supported: create a new cluster)")
+		}
 	case running != "":
 		if running != recorded {
 			why = ""
@@ -104,10 +128,23 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 			}
 		}
 		want = running
-		if asked := tlsMode(c.TLSRequested()); (c.TLSExplicit() || !c.TLSRequested()) && asked != running {
-			msg := fmt.Sprintf("spec.tls asks for %s but the members run %s: a running cluster cannot change its TLS mode (create a new cluster); the members keep %s",
-				asked, running, running)
-			s.problem(ReasonTLSChangeRefused, msg)
+		switch {
+		case running == dbv1.TLSModePlaintext && c.TLSRequested():
+			installed, err := r.certManagerInstalled()
+			if err != nil {
+				return proceed, err
+			}
+			if installed {
+				s.tlsIssueFirst = true
+				s.progressing(ReasonTLSTransitionIssuing, "spec.tls asks for mutual TLS on running plaintext members: "+
+					"the certificates are issued first, then the members roll to take TLS and plaintext, then to require TLS")
+			} else if c.TLSExplicit() {
+				s.problem(ReasonTLSChangeRefused, fmt.Sprintf("spec.tls asks for mutual TLS but cert-manager is not installed "+
+					"(no %s/Certificate API): the members keep plaintext until it is", cmv1.SchemeGroupVersion.String()))
+			}
+		case running == dbv1.TLSModeMutual && !c.TLSRequested():
+			s.problem(ReasonTLSChangeRefused, "spec.tls.enabled is false but the members run mutual TLS: turning TLS off "+
+				"on a running cluster is not supported (create a new cluster); the members keep mutual TLS")
 		}
 	case !c.TLSRequested():
 		want, why = dbv1.TLSModePlaintext, ReasonTLSDisabledBySpec
@@ -123,7 +160,7 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 			why = ReasonTLSNoCertManager
 		}
 	}
-	if want == dbv1.TLSModeMutual {
+	if want != dbv1.TLSModePlaintext {
 		why = ""
 	} else if !c.TLSRequested() {
 		why = ReasonTLSDisabledBySpec // the spec's own word, whatever came first
@@ -132,24 +169,12 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 	}
 
 	if want != recorded || why != recordedWhy {
-		patch := client.MergeFrom(c.DeepCopy())
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
-		}
-		c.Annotations[dbv1.AnnotationTLSMode] = want
-		if why == "" {
-			delete(c.Annotations, dbv1.AnnotationTLSModeReason)
-		} else {
-			c.Annotations[dbv1.AnnotationTLSModeReason] = why
-		}
-		if err := r.Patch(ctx, c, patch); err != nil {
+		if err := r.recordTLSMode(ctx, s, want, why); err != nil {
 			if apierrors.IsNotFound(err) {
 				return stopFor(0), nil // deleted under the reconcile
 			}
 			return proceed, err
 		}
-		s.original.Annotations = c.DeepCopy().Annotations
-		s.original.ResourceVersion = c.ResourceVersion
 		if want != recorded {
 			kind := corev1.EventTypeNormal
 			if want == dbv1.TLSModePlaintext {
@@ -165,9 +190,36 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 	return proceed, nil
 }
 
+// recordTLSMode patches the cluster's TLS mode annotations (why "": none).
+func (r *Reconciler) recordTLSMode(ctx context.Context, s *state, mode, why string) error {
+	c := s.cluster
+	patch := client.MergeFrom(c.DeepCopy())
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[dbv1.AnnotationTLSMode] = mode
+	if why == "" {
+		delete(c.Annotations, dbv1.AnnotationTLSModeReason)
+	} else {
+		c.Annotations[dbv1.AnnotationTLSModeReason] = why
+	}
+	if err := r.Patch(ctx, c, patch); err != nil {
+		return err
+	}
+	s.original.Annotations = c.DeepCopy().Annotations
+	s.original.ResourceVersion = c.ResourceVersion
+	return nil
+}
+
 func tlsModeMessage(c *dbv1.RolisCluster, mode, why string) string {
-	if mode == dbv1.TLSModeMutual {
+	switch mode {
+	case dbv1.TLSModeMutual:
 		return "mutual TLS on every port, certificates from " + specs.IssuerDescription(c)
+	case dbv1.TLSModeToMutualAcceptPlaintext:
+		return "moving to mutual TLS: the members roll to take both TLS and plaintext (--tls-accept-plaintext), " +
+			"certificates from " + specs.IssuerDescription(c)
+	case dbv1.TLSModeToMutualRequireTLS:
+		return "moving to mutual TLS: every member takes TLS; the members roll again to require it"
 	}
 	switch why {
 	case ReasonTLSNoCertManager:

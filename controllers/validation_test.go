@@ -134,11 +134,12 @@ var _ = Describe("Validation by the API server", func() {
 			err = update(func(c *dbv1.RolisCluster) { c.Spec.Storage.StorageClassName = nil })
 			Expect(err).To(MatchError(ContainSubstring("storage.storageClassName is immutable")))
 		})
-		It("rejects turning TLS on", func() {
-			err := update(func(c *dbv1.RolisCluster) {
+		It("accepts turning TLS on (the operator moves the members in two rollouts), not off again", func() {
+			Expect(update(func(c *dbv1.RolisCluster) {
 				c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "ca"}}
-			})
-			Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot change after creation")))
+			})).To(Succeed())
+			err := update(func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(false)} })
+			Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot be turned off after creation")))
 		})
 		It("rejects an even replica count on update too", func() {
 			err := update(func(c *dbv1.RolisCluster) { c.Spec.Replicas = 2 })
@@ -192,7 +193,7 @@ var _ = Describe("Validation by the API server", func() {
 		Expect(getCluster(ctx, c).Spec.TLS.IssuerRef.Kind).To(Equal("Issuer"), "defaulted")
 		// (updateCluster retries when the operator wrote the cluster in between.)
 		err := updateCluster(ctx, c, func(c *dbv1.RolisCluster) { c.Spec.TLS.Enabled = ptr.To(false) })
-		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot change after creation")))
+		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot be turned off after creation")))
 
 		// TLS is on by default: removing the block, or adding one that
 		// leaves enabled unset or true, changes nothing the members run.
@@ -207,6 +208,6 @@ var _ = Describe("Validation by the API server", func() {
 			c.Spec.TLS = &dbv1.TLSSpec{IssuerRef: &dbv1.IssuerReference{Name: "corp", Kind: "ClusterIssuer"}}
 		})).To(Succeed())
 		err = updateCluster(ctx, d, func(c *dbv1.RolisCluster) { c.Spec.TLS.Enabled = ptr.To(false) })
-		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot change after creation")))
+		Expect(err).To(MatchError(ContainSubstring("tls.enabled cannot be turned off after creation")))
 	})
 })

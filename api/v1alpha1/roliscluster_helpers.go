@@ -95,6 +95,14 @@ const AnnotationTLSModeReason = "db.rolis.io/tls-mode-reason"
 const (
 	TLSModeMutual    = "mutual"
 	TLSModePlaintext = "plaintext"
+	// The two rollouts that move a running plaintext cluster to mutual TLS
+	// (docs/operations.md, "Turning TLS on or off for a running cluster"):
+	// first the members take both TLS and plaintext
+	// (--tls-accept-plaintext), then, once every member runs that, they
+	// require TLS. The operator records TLSModeMutual when the second
+	// rollout is done.
+	TLSModeToMutualAcceptPlaintext = "to-mutual-accept-plaintext"
+	TLSModeToMutualRequireTLS      = "to-mutual-require-tls"
 )
 
 // TLSRequested reports what the spec asks for: TLS unless spec.tls.enabled
@@ -113,12 +121,29 @@ func (c *RolisCluster) TLSExplicit() bool {
 // recorded (AnnotationTLSMode), else what the spec asks for.
 func (c *RolisCluster) TLSEnabled() bool {
 	switch c.Annotations[AnnotationTLSMode] {
-	case TLSModeMutual:
+	case TLSModeMutual, TLSModeToMutualAcceptPlaintext, TLSModeToMutualRequireTLS:
 		return true
 	case TLSModePlaintext:
 		return false
 	}
 	return c.TLSRequested()
+}
+
+// TLSAcceptPlaintext reports whether the members also take plaintext
+// (rolisd --tls-accept-plaintext): the first rollout of a move to TLS.
+func (c *RolisCluster) TLSAcceptPlaintext() bool {
+	return c.Annotations[AnnotationTLSMode] == TLSModeToMutualAcceptPlaintext
+}
+
+// TLSTransition reports whether the members are moving to TLS: some may
+// still speak plaintext only, so the operator dials TLS first and falls
+// back to plaintext.
+func (c *RolisCluster) TLSTransition() bool {
+	switch c.Annotations[AnnotationTLSMode] {
+	case TLSModeToMutualAcceptPlaintext, TLSModeToMutualRequireTLS:
+		return true
+	}
+	return false
 }
 
 // DefaultIssuer reports whether the operator makes the cluster's CA (no

@@ -18,7 +18,7 @@ import (
 // Fields whose change would be unsafe on a running cluster are immutable and
 // the API server rejects the change (see docs/operator.md, "Immutable fields").
 // +kubebuilder:validation:XValidation:rule="!has(self.workerThreads) || !has(self.replicationStreams) || self.workerThreads <= self.replicationStreams",message="workerThreads must be at most replicationStreams: each worker commits on a replication stream of its own"
-// +kubebuilder:validation:XValidation:rule="(!has(self.tls) || !has(self.tls.enabled) || self.tls.enabled) == (!has(oldSelf.tls) || !has(oldSelf.tls.enabled) || oldSelf.tls.enabled)",message="tls.enabled cannot change after creation: members of one cluster must all speak TLS or all speak plaintext; create a new cluster instead (a tls block that leaves enabled unset or true may be added to a cluster created without one)"
+// +kubebuilder:validation:XValidation:rule="!(!has(oldSelf.tls) || !has(oldSelf.tls.enabled) || oldSelf.tls.enabled) || (!has(self.tls) || !has(self.tls.enabled) || self.tls.enabled)",message="tls.enabled cannot be turned off after creation: the operator moves a running plaintext cluster to mutual TLS in two rollouts, but not back; create a new cluster instead (docs/operations.md, Turning TLS on or off for a running cluster)"
 // +kubebuilder:validation:XValidation:rule="(has(self.tables) ? self.tables : []) == (has(oldSelf.tables) ? oldSelf.tables : [])",message="tables is immutable: rolisd numbers tables in the order of --tables and replicates writes by that number, so every member must have the same list; create a new cluster instead"
 type RolisClusterSpec struct {
 	// Replicas is the number of members. It must be odd so that every

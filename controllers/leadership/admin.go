@@ -23,6 +23,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
@@ -102,6 +103,7 @@ func (d GRPCDialer) Dial(ctx context.Context, t Target) (AdminClient, error) {
 		return nil, err
 	}
 	creds := insecure.NewCredentials()
+	fallback := false
 	if d.TLS != nil && t.Cluster != nil && t.Cluster.TLSEnabled() {
 		cfg, err := d.TLS(ctx, t.Cluster)
 		if err != nil {
@@ -109,6 +111,7 @@ func (d GRPCDialer) Dial(ctx context.Context, t Target) (AdminClient, error) {
 		}
 		if cfg != nil {
 			creds = credentials.NewTLS(cfg)
+			fallback = t.Cluster.TLSTransition()
 		}
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
@@ -116,7 +119,42 @@ func (d GRPCDialer) Dial(ctx context.Context, t Target) (AdminClient, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
+	if fallback && !connectsWithin(ctx, conn, tlsFallbackWait) {
+		// A member that has not moved to TLS yet (docs/operations.md,
+		// "Turning TLS on or off for a running cluster"): plaintext. The
+		// next Dial tries TLS again.
+		_ = conn.Close()
+		if conn, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithConnectParams(connectParams())); err != nil {
+			return nil, fmt.Errorf("dial %s: %w", addr, err)
+		}
+	}
 	return &grpcAdmin{conn: conn, c: rolisv1.NewAdminClient(conn)}, nil
+}
+
+// tlsFallbackWait bounds how long a Dial during a move to TLS waits for the
+// TLS connection before it falls back to plaintext (a plaintext-only
+// member fails the handshake at once; the wait is for a slow one).
+const tlsFallbackWait = 2 * time.Second
+
+// connectsWithin says whether conn becomes READY within d (or ctx), and
+// false as soon as it fails.
+func connectsWithin(ctx context.Context, conn *grpc.ClientConn, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	conn.Connect()
+	for {
+		st := conn.GetState()
+		switch st {
+		case connectivity.Ready:
+			return true
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return false
+		}
+		if !conn.WaitForStateChange(ctx, st) {
+			return false
+		}
+	}
 }
 
 type grpcAdmin struct {

@@ -19,6 +19,11 @@ import (
 // identities"); given with the TLS flags.
 const FlagTLSTrustDomain = "--tls-trust-domain"
 
+// FlagTLSAcceptPlaintext makes rolisd take plaintext connections beside
+// TLS on every port: the first rollout of a running cluster's move to TLS
+// (docs/operations.md, "Turning TLS on or off for a running cluster").
+const FlagTLSAcceptPlaintext = "--tls-accept-plaintext"
+
 // MetricsScheme is the scheme of the metrics port: HTTPS when the members
 // use TLS.
 func MetricsScheme(c *dbv1.RolisCluster) corev1.URIScheme {

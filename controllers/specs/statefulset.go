@@ -71,6 +71,9 @@ func RolisdArgs(c *dbv1.RolisCluster, o Options) []string {
 			"--tls-ca="+TLSDir+"/ca.crt",
 			FlagTLSTrustDomain+"="+TrustDomain(c),
 		)
+		if c.TLSAcceptPlaintext() {
+			args = append(args, FlagTLSAcceptPlaintext)
+		}
 	}
 	args = append(args, optionalEngineFlags(c)...)
 	return args

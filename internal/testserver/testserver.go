@@ -314,6 +314,10 @@ func (c *Cluster) assign() error {
 // spare reports whether member id is left for a membership change (Initial).
 func (c *Cluster) spare(id int) bool { return c.opts.Initial > 0 && id > c.opts.Initial }
 
+// SetProbeTLS replaces Options.ProbeTLS for the probes from now on (a test
+// that moves a running cluster from plaintext to TLS).
+func (c *Cluster) SetProbeTLS(cfg *tls.Config) { c.opts.ProbeTLS = cfg }
+
 // Member returns the member with the given id (1-based).
 func (c *Cluster) Member(id int) *Member { return c.Members[id-1] }
 

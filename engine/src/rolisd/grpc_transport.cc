@@ -1,5 +1,7 @@
 #include "grpc_transport.h"
 
+#include <spdlog/spdlog.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -43,6 +45,11 @@ void GrpcTransport::AddPeer(uint32_t id, const std::string& address) {
   auto ch = grpc::CreateCustomChannel(
       address, o_.credentials ? o_.credentials : grpc::InsecureChannelCredentials(), args_);
   stubs_[id] = v1::Replication::NewStub(ch);
+  if (o_.plaintext_fallback) {
+    auto plain = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args_);
+    plain_stubs_[id] = v1::Replication::NewStub(plain);
+    plain_channels_[id] = std::move(plain);
+  }
   addresses_[id] = address;
   channels_[id] = std::move(ch);
   for (uint32_t t = 0; t < o_.streams; t++) {
@@ -191,8 +198,28 @@ void GrpcTransport::WatchDropFile() {
   }
 }
 
+bool GrpcTransport::PlaintextNowLocked(uint32_t peer) const {
+  auto plain = plain_channels_.find(peer);
+  auto tls = channels_.find(peer);
+  if (plain == plain_channels_.end() || tls == channels_.end()) return false;
+  // Asking the state with try_to_connect keeps the TLS channel dialing, so
+  // it is READY again as soon as the peer takes TLS.
+  const grpc_connectivity_state st = tls->second->GetState(true);
+  bool& on_plain = on_plaintext_[peer];
+  if (st == GRPC_CHANNEL_READY && on_plain) {
+    on_plain = false;
+    spdlog::info("replication: calls to member {} go over TLS again", peer);
+  } else if (st == GRPC_CHANNEL_TRANSIENT_FAILURE && !on_plain) {
+    on_plain = true;
+    spdlog::warn("replication: member {} does not take TLS: calls to it go in plaintext (--tls-accept-plaintext)",
+                 peer);
+  }
+  return on_plain;
+}
+
 grpc::ChannelInterface* GrpcTransport::ChannelOf(uint32_t peer) const {
   std::lock_guard<std::mutex> g(peers_mu_);
+  if (PlaintextNowLocked(peer)) return plain_channels_.at(peer).get();
   auto it = channels_.find(peer);
   return it == channels_.end() ? nullptr : it->second.get();
 }
@@ -200,6 +227,7 @@ grpc::ChannelInterface* GrpcTransport::ChannelOf(uint32_t peer) const {
 // Entries are never erased: the pointers stay valid without the lock.
 v1::Replication::Stub* GrpcTransport::StubOf(uint32_t peer) const {
   std::lock_guard<std::mutex> g(peers_mu_);
+  if (PlaintextNowLocked(peer)) return plain_stubs_.at(peer).get();
   auto it = stubs_.find(peer);
   return it == stubs_.end() ? nullptr : it->second.get();
 }

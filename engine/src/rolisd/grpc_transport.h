@@ -52,6 +52,12 @@ class GrpcTransport final : public Transport {
     // How accept stream connections are secured: set exactly when the
     // members use TLS (peer_tls.h); null members: plaintext.
     StreamSecurity security;
+    // --tls-accept-plaintext: a peer that does not take TLS (it has not
+    // moved to TLS yet, or has left it) is called in plaintext. Each call
+    // and each accept stream connection tries TLS first while its channel
+    // is not known to fail, so the member moves back to TLS as soon as the
+    // peer takes it.
+    bool plaintext_fallback = false;
   };
   explicit GrpcTransport(Options o);
   ~GrpcTransport() override;
@@ -98,6 +104,9 @@ class GrpcTransport final : public Transport {
   class Sender;
   v1::Replication::Stub* StubOf(uint32_t peer) const;
   grpc::ChannelInterface* ChannelOf(uint32_t peer) const;
+  // With plaintext_fallback: whether calls to `peer` go in plaintext now
+  // (its TLS channel failed and has not connected since). peers_mu_ held.
+  bool PlaintextNowLocked(uint32_t peer) const;
   Sender* SenderOf(uint32_t peer, uint32_t stream) const;
   void WatchDropFile();
 
@@ -107,6 +116,10 @@ class GrpcTransport final : public Transport {
   mutable std::mutex peers_mu_;  // the three maps below (AddPeer adds to them)
   std::map<uint32_t, std::shared_ptr<grpc::Channel>> channels_;
   std::map<uint32_t, std::unique_ptr<v1::Replication::Stub>> stubs_;
+  // plaintext_fallback: the plaintext twins, and which peers use them now.
+  std::map<uint32_t, std::shared_ptr<grpc::Channel>> plain_channels_;
+  std::map<uint32_t, std::unique_ptr<v1::Replication::Stub>> plain_stubs_;
+  mutable std::map<uint32_t, bool> on_plaintext_;
   std::map<std::pair<uint32_t, uint32_t>, std::unique_ptr<Sender>> senders_;
   std::map<uint32_t, std::string> addresses_;
   std::map<uint32_t, uint16_t> stream_ports_;  // peers' accept stream ports

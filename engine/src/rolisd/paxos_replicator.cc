@@ -93,6 +93,7 @@ PaxosReplicator::PaxosReplicator(PaxosReplicatorOptions o) : o_(std::move(o)) {
   }
   if (!MakePeerCredentials(c, &creds_, &creds_error_)) creds_ = PeerCredentials{};
   to.credentials = creds_.channel;
+  to.plaintext_fallback = creds_.plaintext_fallback;
   to.security = creds_.stream;
   transport_ = std::make_unique<GrpcTransport>(to);
   TsClock clock;
@@ -166,8 +167,6 @@ void PaxosReplicator::Start() {
   }
   grpc::ServerBuilder b;
   int port = 0;
-  // Listen on every interface at the port of this member's --peers entry.
-  b.AddListeningPort("0.0.0.0:" + PortOf(repl_address_), creds_.server, &port);
   // gRPC sets SO_REUSEPORT by default: a second process on this port would
   // start and take part of the connections (another member's, or another
   // benchmark's follower that picked the same free port). Fail instead.
@@ -180,20 +179,22 @@ void PaxosReplicator::Start() {
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  server_ = b.BuildAndStart();
-  if (!server_ || port == 0) {
-    spdlog::error("replication: cannot listen on port {} (this member's --peers address {})", PortOf(repl_address_),
-                  repl_address_);
+  // Listen on every interface at the port of this member's --peers entry.
+  Status listening = server::StartGrpcServer(b, "0.0.0.0:" + PortOf(repl_address_), creds_.server,
+                                             o_.config.tls_accept_plaintext, "replication", &server_, &front_, &port);
+  if (!listening.ok() || port == 0) {
+    spdlog::error("replication: cannot listen on port {} (this member's --peers address {}): {}",
+                  PortOf(repl_address_), repl_address_, listening.message());
   } else {
     spdlog::info("replication: member {} of {} listening on {} ({}, {} streams, batch {} / {} us)", o_.config.id,
-                 o_.config.peers.size(), repl_address_, creds_.tls ? "mutual TLS" : "plaintext",
+                 o_.config.peers.size(), repl_address_, creds_.plaintext_fallback ? "mutual TLS and plaintext" : creds_.tls ? "mutual TLS" : "plaintext",
                  replica_->options().streams, replica_->options().batch_size, replica_->options().batch_timeout.count());
   }
   if (o_.config.accept_stream_port >= 0) {
     std::string error;
     if (transport_->ListenAcceptStream(static_cast<uint16_t>(o_.config.accept_stream_port), &error)) {
       spdlog::info("replication: accept stream on port {} ({})", transport_->accept_stream_port(),
-                   creds_.tls ? "mutual TLS" : "plaintext");
+                   creds_.plaintext_fallback ? "mutual TLS and plaintext" : creds_.tls ? "mutual TLS" : "plaintext");
     } else {
       // Peers then use the gRPC port for accepts too.
       spdlog::warn("replication: no accept stream ({}); accepts go on the replication port", error);
@@ -212,6 +213,7 @@ void PaxosReplicator::Stop() {
   if (election_thread_.joinable()) election_thread_.join();
   if (hello_thread_.joinable()) hello_thread_.join();
   replica_->Stop();
+  if (front_) front_->Stop();  // before the server: no connection is handed to a stopped one
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   transport_->Stop();
 }

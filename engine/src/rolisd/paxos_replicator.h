@@ -17,6 +17,7 @@
 #include "replication/replica.h"
 #include "server/config.h"
 #include "server/replicator.h"
+#include "server/tls_or_plaintext_port.h"
 
 namespace rolis::durability {
 class DurableMember;
@@ -101,6 +102,7 @@ class PaxosReplicator final : public server::Replicator {
   std::unique_ptr<durability::DurableMember> durable_;
   std::unique_ptr<ReplicationService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<server::TlsOrPlaintextPort> front_;  // --tls-accept-plaintext
   mutable std::mutex members_mu_;
   std::map<uint32_t, v1::Member> members_;  // learned by Hello
   std::atomic<bool> stop_{false};

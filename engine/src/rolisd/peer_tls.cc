@@ -2,8 +2,10 @@
 
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
+#include <unistd.h>
 
 #include "server/server.h"
+#include "server/tls_or_plaintext_port.h"
 #include "tls_stream.h"
 
 namespace rolis::replication {
@@ -53,6 +55,21 @@ bool MakePeerCredentials(const server::ServerConfig& c, PeerCredentials* out, st
   if (!MakeTlsStreamSecurity(files, &out->stream, &why, authorize_peer)) {
     *error = "replication accept stream: " + why;
     return false;
+  }
+  if (c.tls_accept_plaintext) {
+    // The accept stream takes both: a TLS handshake opens with 0x16, the
+    // plaintext preface with 'R'.
+    out->stream.server = [tls = out->stream.server](int fd, std::string* error) -> std::unique_ptr<ByteStream> {
+      const int first = server::PeekFirstByte(fd, std::chrono::seconds(5));
+      if (first == server::kTlsHandshakeRecord) return tls(fd, error);
+      if (first < 0) {
+        ::close(fd);
+        *error = "nothing sent within 5 s";
+        return nullptr;
+      }
+      return WrapSocket(fd);
+    };
+    out->plaintext_fallback = true;
   }
   out->tls = true;
   return true;

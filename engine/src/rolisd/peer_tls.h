@@ -6,7 +6,10 @@
 // its peers with the same certificate, verifying theirs against the CA and
 // their --peers host name. The files are re-read every
 // --tls-refresh-interval, so rotated certificates are used without a
-// restart. Without --tls-cert: plaintext both ways.
+// restart. Without --tls-cert: plaintext both ways. With
+// --tls-accept-plaintext both ports also take plaintext connections
+// (server/tls_or_plaintext_port.h) and peers are dialed in TLS first, in
+// plaintext when that fails (grpc_transport.h).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -26,6 +29,8 @@ struct PeerCredentials {
   // member with TLS never listens or dials in plaintext); empty: plaintext.
   StreamSecurity stream;
   bool tls = false;
+  // --tls-accept-plaintext: calls to peers fall back to plaintext.
+  bool plaintext_fallback = false;
 };
 
 // False, with the reason in *error, when a file cannot be read or gRPC

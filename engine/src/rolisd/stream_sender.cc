@@ -112,6 +112,18 @@ bool GrpcTransport::Sender::OneConnection(uint16_t port) {
   const StreamSecurity& sec = t_->o_.security;
   std::unique_ptr<ByteStream> stream;
   if (fd >= 0) stream = sec.client ? sec.client(fd, host, &error) : WrapSocket(fd);
+  bool plaintext = !sec.client;
+  if (!stream && fd >= 0 && t_->o_.plaintext_fallback) {
+    // --tls-accept-plaintext: a peer that refused TLS is dialed again in
+    // plaintext; the next connection tries TLS first again.
+    std::string plain_error;
+    if (int pfd = DialTcp(host, port, std::chrono::milliseconds(1000), &plain_error); pfd >= 0) {
+      stream = WrapSocket(pfd);
+      plaintext = true;
+    } else {
+      error += "; in plaintext: " + plain_error;
+    }
+  }
   if (!stream) {
     if (dial_failures_++ % 50 == 0) {
       spdlog::warn("replication: accepts to member {} (stream {}) go on the replication port: its accept stream "
@@ -122,10 +134,11 @@ bool GrpcTransport::Sender::OneConnection(uint16_t port) {
     t_->SetAcceptStreamPort(peer_, 0);
     return false;
   }
-  if (!on_stream_) {  // logged when accepts move between the two paths, not per reconnection
+  if (!on_stream_ || plaintext != stream_plaintext_) {  // logged when accepts move, not per reconnection
     on_stream_ = true;
+    stream_plaintext_ = plaintext;
     spdlog::info("replication: accepts to member {} (stream {}) go on its accept stream at {}:{} ({})", peer_,
-                 stream_, host, port, sec.client ? "mutual TLS" : "plaintext");
+                 stream_, host, port, plaintext ? "plaintext" : "mutual TLS");
   }
   auto conn = std::make_shared<FrameConn>(std::move(stream), static_cast<size_t>(t_->o_.max_message_bytes));
   {

@@ -81,6 +81,7 @@ class GrpcTransport::Sender {
   std::shared_ptr<FrameConn> conn_;      // or the accept stream connection
   uint64_t dial_failures_ = 0;
   bool on_stream_ = false;  // the last connection was an accept stream's
+  bool stream_plaintext_ = false;  // and it was plaintext (--tls-accept-plaintext fallback)
   bool stop_ = false;
   std::thread writer_;
 };

@@ -157,7 +157,18 @@ Authorizer Authorizer::FromConfig(const ServerConfig& c) {
   Options o;
   o.enabled = c.tls_authorize;
   o.trust_domain = c.tls_trust_domain;
+  o.accept_plaintext = c.tls_accept_plaintext;
   return Authorizer(std::move(o));
+}
+
+bool Authorizer::OverTls(const grpc::ServerContextBase& ctx) {
+  auto auth = ctx.auth_context();
+  if (!auth) return false;
+  for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_TRANSPORT_SECURITY_TYPE_PROPERTY_NAME)) {
+    const std::string_view t(v.data(), v.size());
+    if (t == GRPC_SSL_TRANSPORT_SECURITY_TYPE || t == GRPC_TLS_TRANSPORT_SECURITY_TYPE) return true;
+  }
+  return false;
 }
 
 PeerIdentity Authorizer::IdentityOf(const grpc::ServerContextBase& ctx) const {

@@ -15,7 +15,11 @@
 // PERMISSION_DENIED, one log line naming the certificate and the method
 // (rate-limited: a flood of refused calls cannot fill the log) and
 // rolis_authz_refusals_total{kind}. With --tls-authorize=off nothing is
-// checked (every certificate the CA signed may call everything).
+// checked (every certificate the CA signed may call everything). With
+// --tls-accept-plaintext a call that came in plaintext has no identity and
+// is not checked either, as with --tls-authorize=off: the window of a
+// transition between plaintext and TLS (docs/operations.md, "Turning TLS on
+// or off for a running cluster"); calls over TLS are checked as always.
 //
 // The checks are plain functions of the identity, so that the gRPC services
 // (client, admin, replication) and the accept stream's TLS handshake share
@@ -80,6 +84,7 @@ class Authorizer {
   struct Options {
     bool enabled = false;       // --tls-authorize
     std::string trust_domain;   // --tls-trust-domain
+    bool accept_plaintext = false;  // --tls-accept-plaintext
   };
   Authorizer() = default;
   explicit Authorizer(Options o) : o_(std::move(o)) {}
@@ -94,9 +99,16 @@ class Authorizer {
   // make `method`. Always OK when disabled.
   grpc::Status Check(const PeerIdentity& id, Access access, std::string_view method) const;
   grpc::Status Check(const grpc::ServerContextBase& ctx, Access access, std::string_view method) const {
-    if (!o_.enabled) return grpc::Status::OK;
+    if (Skips(ctx)) return grpc::Status::OK;
     return Check(IdentityOf(ctx), access, method);
   }
+  // True when the call is not checked: disabled, or a plaintext call with
+  // --tls-accept-plaintext.
+  bool Skips(const grpc::ServerContextBase& ctx) const {
+    return !o_.enabled || (o_.accept_plaintext && !OverTls(ctx));
+  }
+  // Whether the call came over TLS (its transport says "ssl" or "tls").
+  static bool OverTls(const grpc::ServerContextBase& ctx);
   // The same for a certificate's SANs and subject (the accept stream).
   grpc::Status CheckCertificate(const std::vector<std::string>& uri_sans, std::string subject, Access access,
                                 std::string_view method) const {

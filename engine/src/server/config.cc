@@ -206,7 +206,7 @@ std::string ServerConfig::Summary() const {
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
       "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
-      "tls_authorize={} tls_trust_domain={} metrics_tls={} tls_refresh_interval={}s shutdown_grace={} "
+      "tls_authorize={} tls_trust_domain={} metrics_tls={} tls_accept_plaintext={} tls_refresh_interval={}s shutdown_grace={} "
       "log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
       election == Election::kNone ? "none" : "builtin",
@@ -218,7 +218,7 @@ std::string ServerConfig::Summary() const {
       max_execute_retries, max_key_bytes, max_value_bytes, max_ops_per_txn, max_open_txns, max_scan_limit,
       FormatBytes(max_message_bytes), max_stream_inflight, tls_cert.empty() ? "off" : "on",
       tls_ca.empty() ? "off" : "on", tls_authorize ? "on" : "off", tls_trust_domain.empty() ? "any" : tls_trust_domain,
-      metrics_tls ? "on" : "off", tls_refresh_interval.count(), FormatDuration(shutdown_grace),
+      metrics_tls ? "on" : "off", tls_accept_plaintext ? "on" : "off", tls_refresh_interval.count(), FormatDuration(shutdown_grace),
       log_format == LogFormat::kJson ? "json" : "text", log_level);
 }
 
@@ -383,6 +383,11 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
                  "auto (on when --tls-cert is given)")
       ->envname("ROLISD_METRICS_TLS")->capture_default_str()->check(CLI::IsMember({"auto", "on", "off"}))
       ->group("TLS");
+  app.add_flag("--tls-accept-plaintext", c.tls_accept_plaintext,
+               "While a running cluster moves between plaintext and TLS: every port also takes plaintext "
+               "connections (callers without identity, allowed what --tls-authorize=off allows) and peers are "
+               "dialed in TLS first, in plaintext when that fails; needs --tls-cert, --tls-key and --tls-ca")
+      ->envname("ROLISD_TLS_ACCEPT_PLAINTEXT")->group("TLS");
 
   // Process.
   app.add_option("--shutdown-grace", shutdown_grace,
@@ -571,6 +576,9 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   }
   c.metrics_tls = metrics_tls == "on" || (metrics_tls == "auto" && !c.tls_cert.empty());
   if (c.metrics_tls && c.tls_cert.empty()) return fail("--metrics-tls=on needs --tls-cert and --tls-key");
+  if (c.tls_accept_plaintext && c.tls_ca.empty()) {
+    return fail("--tls-accept-plaintext needs --tls-cert, --tls-key and --tls-ca");
+  }
 
   c.log_format = log_format == "json" ? LogFormat::kJson : LogFormat::kText;
   return result;

@@ -120,6 +120,13 @@ struct ServerConfig {
   // /metrics, /healthz, /readyz over HTTPS with --tls-cert (no client
   // certificate asked for, so probes and scrapers need none).
   bool metrics_tls = false;
+  // --tls-accept-plaintext: every port also takes plaintext connections
+  // (tls_or_plaintext_port.h), whose callers have no identity and may call
+  // what --tls-authorize=off allows; peers are dialed in TLS first, in
+  // plaintext when that fails. Only while a running cluster moves between
+  // plaintext and TLS (docs/operations.md, "Turning TLS on or off for a
+  // running cluster").
+  bool tls_accept_plaintext = false;
 
   // Process.
   std::chrono::milliseconds shutdown_grace{10000};

@@ -34,6 +34,9 @@ struct HttpResponse {
 struct HttpsFiles {
   std::string cert, key;
   std::chrono::seconds refresh{60};
+  // --tls-accept-plaintext: a connection that does not open with a TLS
+  // handshake is served in plain HTTP (tls_or_plaintext_port.h).
+  bool accept_plaintext = false;
 };
 
 class HttpsListener {
@@ -57,8 +60,12 @@ class HttpsListener {
   class Context;
   void AcceptLoop();
   void ServeConnection(int fd);
+  // One request read by `read` (bytes into buf, <= 0 at the end) and its
+  // answer written by `write` (bytes written, <= 0 on failure).
+  void Answer(const std::function<int(char* buf, int len)>& read, const std::function<int(const char*, int)>& write);
 
   std::unique_ptr<Context> ctx_;
+  bool accept_plaintext_;
   Handler handler_;
   int listen_fd_ = -1;
   int port_ = 0;

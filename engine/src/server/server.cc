@@ -66,6 +66,8 @@ RolisServer::RolisServer(ServerConfig config, OpenDatabase open, MakeReplicator 
 RolisServer::~RolisServer() {
   Shutdown(std::chrono::milliseconds(0));
   // Order: the services and node go before the engine they use.
+  client_front_.reset();
+  admin_front_.reset();
   client_server_.reset();
   admin_server_.reset();
   client_service_.reset();
@@ -169,27 +171,28 @@ Status RolisServer::Start() {
 
   {
     grpc::ServerBuilder b;
-    b.AddListeningPort(GrpcAddress(config_.listen), creds, &client_port_);
     // gRPC sets SO_REUSEPORT by default: a second rolisd on this port would
     // start and take part of the connections. It fails to start instead.
     b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     b.RegisterService(client_service_.get());
     b.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
     b.SetMaxSendMessageSize(static_cast<int>(config_.max_message_bytes));
-    client_server_ = b.BuildAndStart();
-    if (!client_server_ || client_port_ == 0) {
-      return Status::Internal(fmt::format("cannot listen on {} (--listen)", config_.listen));
+    if (Status st = StartGrpcServer(b, GrpcAddress(config_.listen), creds, config_.tls_accept_plaintext, "client",
+                                    &client_server_, &client_front_, &client_port_);
+        !st.ok() || client_port_ == 0) {
+      return Status::Internal(fmt::format("cannot listen on {} (--listen): {}", config_.listen, st.message()));
     }
   }
   {
     grpc::ServerBuilder b;
-    b.AddListeningPort(GrpcAddress(config_.admin_listen), creds, &admin_port_);
     b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     b.RegisterService(admin_service_.get());
     b.SetMaxReceiveMessageSize(static_cast<int>(config_.max_message_bytes));
-    admin_server_ = b.BuildAndStart();
-    if (!admin_server_ || admin_port_ == 0) {
-      return Status::Internal(fmt::format("cannot listen on {} (--admin-listen)", config_.admin_listen));
+    if (Status st = StartGrpcServer(b, GrpcAddress(config_.admin_listen), creds, config_.tls_accept_plaintext,
+                                    "admin", &admin_server_, &admin_front_, &admin_port_);
+        !st.ok() || admin_port_ == 0) {
+      return Status::Internal(fmt::format("cannot listen on {} (--admin-listen): {}", config_.admin_listen,
+                                          st.message()));
     }
   }
 
@@ -213,12 +216,16 @@ Status RolisServer::Start() {
     return true;
   };
   http_ = std::make_unique<HttpServer>(h);
-  HttpsFiles metrics_tls{config_.tls_cert, config_.tls_key, config_.tls_refresh_interval};
+  HttpsFiles metrics_tls{config_.tls_cert, config_.tls_key, config_.tls_refresh_interval,
+                         config_.tls_accept_plaintext};
   s = http_->Start(config_.metrics_listen, config_.metrics_tls ? &metrics_tls : nullptr);
   if (!s.ok()) return s;
   if (!config_.tls_cert.empty()) {
-    spdlog::info("TLS: client and admin ports {}; authorization by certificate identity {}{}; metrics port {}",
+    spdlog::info("TLS: client and admin ports {}{}; authorization by certificate identity {}{}; metrics port {}",
                  config_.tls_ca.empty() ? "server-authenticated" : "mutual (client certificates verified)",
+                 config_.tls_accept_plaintext ? ", plaintext accepted too (--tls-accept-plaintext: plaintext callers "
+                                                "are not authorized by identity)"
+                                              : "",
                  config_.tls_authorize ? "on" : "off",
                  config_.tls_trust_domain.empty() ? "" : " (trust domain " + config_.tls_trust_domain + ")",
                  config_.metrics_tls ? "HTTPS" : "plain HTTP");
@@ -262,6 +269,9 @@ void RolisServer::Shutdown(std::chrono::milliseconds grace) {
   auto deadline = std::chrono::system_clock::now() +
                   std::max<std::chrono::steady_clock::duration>(steady_deadline - std::chrono::steady_clock::now(),
                                                                std::chrono::seconds(grace.count() > 0 ? 1 : 0));
+  // The fronts first: no plaintext connection is handed to a stopped server.
+  if (client_front_) client_front_->Stop();
+  if (admin_front_) admin_front_->Stop();
   if (client_server_) client_server_->Shutdown(deadline);
   if (admin_server_) admin_server_->Shutdown(deadline);
   spdlog::debug("shutdown: gRPC servers stopped, stopping HTTP");

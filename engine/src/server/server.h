@@ -17,6 +17,7 @@
 #include "server/authz.h"
 #include "server/config.h"
 #include "server/http.h"
+#include "server/tls_or_plaintext_port.h"
 #include "server/metrics.h"
 #include "server/node.h"
 #include "server/replicator.h"
@@ -73,6 +74,7 @@ class RolisServer {
   std::unique_ptr<AdminService> admin_service_;
   std::unique_ptr<grpc::Server> client_server_;
   std::unique_ptr<grpc::Server> admin_server_;
+  std::unique_ptr<TlsOrPlaintextPort> client_front_, admin_front_;  // --tls-accept-plaintext
   std::unique_ptr<HttpServer> http_;
   int client_port_ = 0;
   int admin_port_ = 0;

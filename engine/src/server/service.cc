@@ -217,7 +217,7 @@ grpc::ServerUnaryReactor* ClientService::Execute(grpc::CallbackServerContext* ct
 bool ClientService::StreamEnvironment(grpc::CallbackServerContext* ctx, Method method, StreamEnv* env,
                                       grpc::Status* refused) {
   *env = StreamEnv{node_, replicator_, metrics_, &acks_, &streams_, max_stream_inflight_, nullptr};
-  if (!authz_->enabled()) return true;
+  if (authz_->Skips(*ctx)) return true;
   PeerIdentity id = authz_->IdentityOf(*ctx);
   if (*refused = authz_->Check(id, Access::kClientRead, RpcName(method)); !refused->ok()) {
     metrics_->CountRequest(method, refused->error_code());

@@ -261,6 +261,11 @@ TEST(ConfigTest, AuthorizationDefaultsOnWithTheCAAndMetricsTLSWithTheCertificate
   ASSERT_EQ(off.kind, ParseResult::Kind::kOk) << off.message;
   EXPECT_FALSE(off.config.tls_authorize);
   EXPECT_FALSE(off.config.metrics_tls);
+  EXPECT_FALSE(mtls.config.tls_accept_plaintext);
+  ParseResult both = Parse({cert, key, ca, "--tls-accept-plaintext"});
+  ASSERT_EQ(both.kind, ParseResult::Kind::kOk) << both.message;
+  EXPECT_TRUE(both.config.tls_accept_plaintext);
+  EXPECT_TRUE(both.config.tls_authorize) << "TLS callers are still authorized";
   ::setenv("ROLISD_TLS_AUTHORIZE", "off", 1);
   ParseResult env = Parse({cert, key, ca});
   ::unsetenv("ROLISD_TLS_AUTHORIZE");
@@ -276,6 +281,8 @@ TEST(ConfigTest, AuthorizationDefaultsOnWithTheCAAndMetricsTLSWithTheCertificate
       {{cert, key, ca, "--tls-trust-domain=spiffe://rolis.db.sample"}, "--tls-trust-domain"},
       {{cert, key, ca, "--tls-authorize=off", "--tls-trust-domain=rolis.db.sample"}, "--tls-trust-domain"},
       {{"--metrics-tls=on"}, "--metrics-tls"},
+      {{cert, key, "--tls-accept-plaintext"}, "--tls-accept-plaintext needs"},
+      {{"--tls-accept-plaintext"}, "--tls-accept-plaintext needs"},
   };
   for (const Case& c : bad) {
     ParseResult r = Parse(c.args);
