@@ -268,7 +268,7 @@ var _ = Describe("TLS", Ordered, func() {
 		Expect(k8s.Get(ctx, byKey(ns, "auto-client"), &cmv1.Certificate{})).To(Succeed())
 	})
 
-	It("moves the plaintext members of a cluster made by an older operator, which had no TLS by default, to TLS: certificates first", func() {
+	It("keeps the plaintext members of a cluster made by an older operator until TLS is asked for, then moves them: certificates first", func() {
 		// The older operator's StatefulSet: plaintext members, no mode recorded.
 		old := newCluster(ns, "legacy", 3)
 		old.Spec.TLS = nil
@@ -281,9 +281,16 @@ var _ = Describe("TLS", Ordered, func() {
 
 		Eventually(recordedTLSMode(ctx, old)).Should(Equal(dbv1.TLSModePlaintext))
 		Eventually(condition(ctx, old, ConditionTLSDisabled)).Should(HavePrefix("True/" + ReasonTLSCreatedWithout))
-		// TLS is the default and cert-manager is installed: the move starts
-		// with the certificates; the members keep plaintext until they are
-		// Ready (cert-manager does not run here).
+		Expect(condition(ctx, old, ConditionTLSDisabled)()).To(ContainSubstring("set spec.tls.enabled: true"))
+		// TLS is the default and cert-manager is installed, but the user
+		// did not ask: no rolling change starts on its own.
+		Consistently(func() error { return k8s.Get(ctx, byKey(ns, "legacy-server"), &cmv1.Certificate{}) }, "3s").
+			Should(MatchError(ContainSubstring("not found")))
+		Expect(condition(ctx, old, dbv1.ConditionProgressing)()).NotTo(ContainSubstring(ReasonTLSTransitionIssuing))
+
+		// Asked for, the move starts with the certificates; the members keep
+		// plaintext until they are Ready (cert-manager does not run here).
+		Expect(updateCluster(ctx, old, func(c *dbv1.RolisCluster) { c.Spec.TLS = &dbv1.TLSSpec{Enabled: ptr.To(true)} })).To(Succeed())
 		Eventually(func() error { return k8s.Get(ctx, byKey(ns, "legacy-server"), &cmv1.Certificate{}) }).Should(Succeed())
 		Eventually(condition(ctx, old, dbv1.ConditionProgressing)).Should(HavePrefix("True/" + ReasonTLSTransitionIssuing))
 		Consistently(podArgs(ctx, old), "2s").ShouldNot(ContainElement(HavePrefix("--tls")))

@@ -82,8 +82,8 @@ func (r *Reconciler) certManagerInstalled() (bool, error) {
 // the admin dialer read through c.TLSEnabled():
 //   - a move to TLS under way (dbv1.TLSModeToMutual*) goes on: the "tls
 //     transition" step (step_tls_transition.go) moves it to its next phase;
-//   - members that run plaintext while the spec asks for TLS (enabled, or
-//     the default with cert-manager installed) start that move: the
+//   - members that run plaintext while the spec asks for TLS explicitly
+//     (spec.tls.enabled: true or an issuerRef) start that move: the
 //     certificates are issued first (s.tlsIssueFirst), and once they are
 //     Ready the certificates step records the first phase;
 //   - members that run mutual TLS keep it: turning TLS off on a running
@@ -129,7 +129,10 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 		}
 		want = running
 		switch {
-		case running == dbv1.TLSModePlaintext && c.TLSRequested():
+		case running == dbv1.TLSModePlaintext && c.TLSExplicit() && c.TLSRequested():
+			// Only on the user's word: a cluster left to the default (made
+			// without cert-manager, or by an older operator) is not rolled
+			// twice because cert-manager was installed meanwhile.
 			installed, err := r.certManagerInstalled()
 			if err != nil {
 				return proceed, err
@@ -138,7 +141,7 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 				s.tlsIssueFirst = true
 				s.progressing(ReasonTLSTransitionIssuing, "spec.tls asks for mutual TLS on running plaintext members: "+
 					"the certificates are issued first, then the members roll to take TLS and plaintext, then to require TLS")
-			} else if c.TLSExplicit() {
+			} else {
 				s.problem(ReasonTLSChangeRefused, fmt.Sprintf("spec.tls asks for mutual TLS but cert-manager is not installed "+
 					"(no %s/Certificate API): the members keep plaintext until it is", cmv1.SchemeGroupVersion.String()))
 			}
@@ -166,6 +169,8 @@ func (r *Reconciler) resolveTLSMode(ctx context.Context, s *state) (outcome, err
 		why = ReasonTLSDisabledBySpec // the spec's own word, whatever came first
 	} else if why == "" {
 		why = ReasonTLSNoCertManager
+	} else if why == ReasonTLSDisabledBySpec {
+		why = ReasonTLSCreatedWithout // enabled: false removed; the members stay plaintext until enabled: true
 	}
 
 	if want != recorded || why != recordedWhy {
@@ -224,9 +229,11 @@ func tlsModeMessage(c *dbv1.RolisCluster, mode, why string) string {
 	switch why {
 	case ReasonTLSNoCertManager:
 		return "the members speak plaintext: TLS is on by default but cert-manager was not installed when they were made; " +
-			"anyone who reaches the pods can read and write the database (create a new cluster once cert-manager is installed)"
+			"anyone who reaches the pods can read and write the database; once cert-manager is installed, set spec.tls.enabled: true " +
+			"to move the running members to mutual TLS (a rolling change: docs/operations.md, \"Turning TLS on or off for a running cluster\")"
 	case ReasonTLSCreatedWithout:
-		return "the members speak plaintext: the cluster was made without TLS; anyone who reaches the pods can read and write the database"
+		return "the members speak plaintext: the cluster was made without TLS; anyone who reaches the pods can read and write the database; " +
+			"set spec.tls.enabled: true to move them to mutual TLS (a rolling change: docs/operations.md, \"Turning TLS on or off for a running cluster\")"
 	}
 	return "the members speak plaintext (spec.tls.enabled is false): anyone who reaches the pods can read and write the database"
 }
