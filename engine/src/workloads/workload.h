@@ -48,6 +48,11 @@ struct WorkerContext {
   uint32_t threads;  // number of worker threads of the run
   Rng rng;
   std::unique_ptr<ThreadState> state;  // set by Workload::InitThread
+  // false: read-only transactions run as read-write ones that write nothing,
+  // reading the newest versions and validated at commit, instead of on the
+  // snapshot (which lags by up to an epoch): rolisd's procedures, whose
+  // one-shot transactions are linearizable (docs/client.md, "Procedures").
+  bool snapshot_reads = true;
 };
 
 // The result of one logical transaction, after its retries.
@@ -177,7 +182,8 @@ inline TxnOutcome RunTxn(WorkerContext& ctx, uint32_t type, bool read_only, Body
   TxnOutcome out;
   out.type = type;
   for (;;) {
-    std::unique_ptr<Transaction> txn = read_only ? ctx.worker->BeginReadOnly() : ctx.worker->Begin();
+    std::unique_ptr<Transaction> txn =
+        read_only && ctx.snapshot_reads ? ctx.worker->BeginReadOnly() : ctx.worker->Begin();
     bool rollback = false;
     Status s = body(*txn, &rollback);
     if (s.ok()) {
