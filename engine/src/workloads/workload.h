@@ -197,6 +197,12 @@ inline TxnOutcome RunTxn(WorkerContext& ctx, uint32_t type, bool read_only, Body
         if (!read_only) out.commit_ts = txn->commit_ts();
         return out;
       }
+    } else if (read_only && !ctx.snapshot_reads && !s.IsAborted()) {
+      // Not on a snapshot, the reads are consistent only once validated:
+      // an error the body drew from them (an audit's wrong total) stands
+      // only if they validate; otherwise it is a conflict. The body wrote
+      // nothing, so the commit only validates.
+      if (Status v = txn->Commit(); v.IsAborted()) s = std::move(v);
     } else {
       txn->Abort();
     }
