@@ -296,6 +296,12 @@ func (g *gen) fill(b *reqBuf) bool {
 }
 
 func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.Writer) error {
+	if o.concurrency == 0 {
+		o.concurrency = 1
+		if o.pipeline == 0 {
+			o.concurrency = 16
+		}
+	}
 	var pw *procWorkload
 	if o.workload != "ycsbpp" || o.procedures || o.zipf >= 0 || o.mix != "" {
 		var err error
@@ -307,12 +313,6 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 		}
 	} else if o.load || o.check {
 		return errors.New("bench: --load and --check apply to procedure workloads (the key-value ycsbpp loads unless --no-load)")
-	}
-	if o.concurrency == 0 {
-		o.concurrency = 1
-		if o.pipeline == 0 {
-			o.concurrency = 16
-		}
 	}
 	if o.concurrency < 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 || o.batch < 0 {
 		return errors.New("bench: --concurrency, --seconds and --keys must be positive, --pipeline and --batch not negative")

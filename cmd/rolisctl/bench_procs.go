@@ -249,9 +249,15 @@ func newProcWorkload(o benchOptions, keysSet bool) (*procWorkload, error) {
 		wh := uint64(o.warehouses)
 		w.size, w.setup, w.check = wh, []uint64{wh}, "tpcc.check"
 		procs := []string{"tpcc.new_order", "tpcc.payment", "tpcc.order_status", "tpcc.delivery", "tpcc.stock_level"}
+		// A stream is a terminal of one home warehouse when there are
+		// enough streams to cover them; otherwise each transaction picks one.
+		spread := o.concurrency < o.warehouses
 		w.newGen = func(stream int, _ *rand.Rand) *procGen {
 			home := uint64(stream)%wh + 1
 			return &procGen{next: func(g *procGen, args []uint64) (string, []uint64, bool) {
+				if spread {
+					home = 1 + g.r.Uint64N(wh)
+				}
 				x := g.r.IntN(100)
 				t := 0
 				for t < 4 && x >= mix[t] {
