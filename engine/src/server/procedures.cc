@@ -27,7 +27,7 @@ using K = ProcKind;
 namespace {
 
 constexpr Procedure kProcedures[] = {
-    // name                 workload    kind      type                   args   read-only
+    // name, workload, kind, transaction type, min and max args, read-only; the args in the comment
     {"ycsbpp.setup", W::kYcsbpp, K::kSetup, 0, 1, 1, false},  // [keys]
     {"ycsbpp.load", W::kYcsbpp, K::kLoad, 0, 1, 1, false},
     {"ycsbpp.read", W::kYcsbpp, K::kTxn, kYcsbReadOnly, 1, 16, true},  // [record...]
@@ -230,6 +230,104 @@ std::string EncodeSizes(const std::vector<uint64_t>& s) {
   return out;
 }
 
+// Loads part `part` (below the parts CheckSizes counted) of workload w with
+// sizes s on `worker`; *rows: the rows it wrote (TPC-C: 1 per warehouse).
+Status LoadPart(W w, Workload* wl, const std::vector<uint64_t>& s, uint64_t part, Worker* worker, uint64_t* rows) {
+  Status ls;
+  auto range = [&](uint64_t n, uint64_t first_part, uint64_t* lo, uint64_t* hi) {
+    *lo = (part - first_part) * kRowsPerPart;
+    *hi = std::min(n, *lo + kRowsPerPart);
+    *rows = *hi - *lo;
+  };
+  uint64_t lo = 0, hi = 0;
+  switch (w) {
+    case W::kYcsbpp:
+      range(s[0], 0, &lo, &hi);
+      ls = static_cast<Ycsbpp*>(wl)->LoadRange(worker, lo, hi);
+      break;
+    case W::kBank:
+      range(s[0], 0, &lo, &hi);
+      ls = LoadU64Range(worker, static_cast<Bank*>(wl)->table(), lo, hi, static_cast<int64_t>(s[1]));
+      break;
+    case W::kHash:
+      range(s[0], 0, &lo, &hi);
+      ls = LoadU64Range(worker, static_cast<HashTable*>(wl)->table(), lo, hi, 0);
+      break;
+    case W::kRetwis:
+      range(s[0], 0, &lo, &hi);
+      ls = LoadU64Range(worker, static_cast<Retwis*>(wl)->table(), lo, hi, 0);
+      break;
+    case W::kTpca: {
+      auto* t = static_cast<Tpca*>(wl);
+      const uint64_t n[3] = {s[0], s[0] * s[1], s[0] * s[2]};
+      Table* tables[3] = {t->branch(), t->teller(), t->account()};
+      uint64_t first = 0;
+      for (int i = 0; i < 3; ++i) {
+        const uint64_t count = CeilDiv(n[i], kRowsPerPart);
+        if (part < first + count) {
+          range(n[i], first, &lo, &hi);
+          ls = LoadU64Range(worker, tables[i], lo, hi, 0);
+          break;
+        }
+        first += count;
+      }
+      break;
+    }
+    case W::kTpcc: {
+      auto* t = static_cast<Tpcc*>(wl);
+      const uint64_t item_parts = CeilDiv(s[1], kTpccItemsPerPart);
+      if (part < item_parts) {
+        const auto ilo = static_cast<uint32_t>(part * kTpccItemsPerPart + 1);
+        const auto ihi = static_cast<uint32_t>(std::min<uint64_t>(s[1], (part + 1) * kTpccItemsPerPart) + 1);
+        *rows = ihi - ilo;
+        ls = t->LoadItems(worker, ilo, ihi);
+      } else {
+        *rows = 1;  // a warehouse
+        ls = t->LoadWarehouse(worker, static_cast<uint32_t>(part - item_parts + 1), 0);
+      }
+      break;
+    }
+    case W::kCount: break;
+  }
+  return ls;
+}
+
+// The args of transaction `p` against the workload's sizes s (their number
+// is checked already).
+grpc::Status CheckArgs(const Procedure& p, const std::vector<uint64_t>& s, std::span<const uint64_t> args) {
+  grpc::Status st;
+  switch (p.workload) {
+    case W::kYcsbpp: st = DistinctBelow(args, s[0], "record"); break;
+    case W::kBank:
+      if (p.kind == K::kTxn) {
+        st = DistinctBelow(args.subspan(0, 2), s[0], "account");
+        if (st.ok() && args[2] > 1'000'000'000) st = Invalid("arg 2: amount above 10^9");
+      }
+      break;
+    case W::kHash: st = DistinctBelow(args, s[0], "element"); break;
+    case W::kRetwis: st = DistinctBelow(args, s[0], "key"); break;
+    case W::kTpca: {
+      const uint64_t limits[3] = {s[0], s[0] * s[1], s[0] * s[2]};
+      const std::string_view what[3] = {"branch", "teller", "account"};
+      for (int i = 0; i < 3 && st.ok(); ++i) {
+        if (args[i] >= limits[i]) {
+          st = Invalid(fmt::format("arg {}: {} {} is not below {}", i, what[i], args[i], limits[i]));
+        }
+      }
+      const auto delta = static_cast<int64_t>(args[4]);
+      if (st.ok() && (delta < -1'000'000 || delta > 1'000'000)) st = Invalid("arg 4: delta outside [-10^6, 10^6]");
+      break;
+    }
+    case W::kTpcc:
+      if (args[0] == 0 || args[0] > s[0]) {
+        st = Invalid(fmt::format("arg 0: warehouse {} is not in [1, {}]", args[0], s[0]));
+      }
+      break;
+    case W::kCount: break;
+  }
+  return st;
+}
+
 }  // namespace
 
 const Procedure* FindProcedure(std::string_view name) {
@@ -370,67 +468,9 @@ grpc::Status ProcedureHost::Run(const Procedure& p, std::span<const uint64_t> ar
   Workload* wl = l->impl.get();
 
   if (p.kind == K::kLoad) {
-    const uint64_t part = args[0];
-    if (part >= l->parts) return Invalid(fmt::format("part {} is not below the {} parts", part, l->parts));
-    Status ls;
+    if (args[0] >= l->parts) return Invalid(fmt::format("part {} is not below the {} parts", args[0], l->parts));
     uint64_t rows = 0;
-    auto range = [&](uint64_t n, uint64_t first_part, uint64_t* lo, uint64_t* hi) {
-      *lo = (part - first_part) * kRowsPerPart;
-      *hi = std::min(n, *lo + kRowsPerPart);
-      rows = *hi - *lo;
-    };
-    uint64_t lo = 0, hi = 0;
-    switch (p.workload) {
-      case W::kYcsbpp:
-        range(s[0], 0, &lo, &hi);
-        ls = static_cast<Ycsbpp*>(wl)->LoadRange(worker, lo, hi);
-        break;
-      case W::kBank:
-        range(s[0], 0, &lo, &hi);
-        ls = LoadU64Range(worker, static_cast<Bank*>(wl)->table(), lo, hi, static_cast<int64_t>(s[1]));
-        break;
-      case W::kHash:
-        range(s[0], 0, &lo, &hi);
-        ls = LoadU64Range(worker, static_cast<HashTable*>(wl)->table(), lo, hi, 0);
-        break;
-      case W::kRetwis:
-        range(s[0], 0, &lo, &hi);
-        ls = LoadU64Range(worker, static_cast<Retwis*>(wl)->table(), lo, hi, 0);
-        break;
-      case W::kTpca: {
-        auto* t = static_cast<Tpca*>(wl);
-        const uint64_t n[3] = {s[0], s[0] * s[1], s[0] * s[2]};
-        Table* tables[3] = {t->branch(), t->teller(), t->account()};
-        uint64_t first = 0;
-        for (int i = 0; i < 3; ++i) {
-          const uint64_t count = CeilDiv(n[i], kRowsPerPart);
-          if (part < first + count) {
-            range(n[i], first, &lo, &hi);
-            ls = LoadU64Range(worker, tables[i], lo, hi, 0);
-            break;
-          }
-          first += count;
-        }
-        break;
-      }
-      case W::kTpcc: {
-        auto* t = static_cast<Tpcc*>(wl);
-        const uint64_t item_parts = CeilDiv(s[1], kTpccItemsPerPart);
-        if (part < item_parts) {
-          const auto ilo = static_cast<uint32_t>(part * kTpccItemsPerPart + 1);
-          const auto ihi = static_cast<uint32_t>(std::min<uint64_t>(s[1], (part + 1) * kTpccItemsPerPart) + 1);
-          rows = ihi - ilo;
-          ls = t->LoadItems(worker, ilo, ihi);
-        } else {
-          const auto w = static_cast<uint32_t>(part - item_parts + 1);
-          rows = 1;  // a warehouse
-          ls = t->LoadWarehouse(worker, w, 0);
-        }
-        break;
-      }
-      case W::kCount: break;
-    }
-    if (!ls.ok()) return FromEngine(ls);
+    if (Status ls = LoadPart(p.workload, wl, s, args[0], worker, &rows); !ls.ok()) return FromEngine(ls);
     out->committed = true;
     output->push_back(static_cast<int64_t>(rows));
     return grpc::Status::OK;
@@ -454,35 +494,7 @@ grpc::Status ProcedureHost::Run(const Procedure& p, std::span<const uint64_t> ar
     return grpc::Status::OK;
   }
 
-  // The args against the workload's sizes.
-  switch (p.workload) {
-    case W::kYcsbpp: st = DistinctBelow(args, s[0], "record"); break;
-    case W::kBank:
-      if (p.kind == K::kTxn) {
-        st = DistinctBelow(args.subspan(0, 2), s[0], "account");
-        if (st.ok() && args[2] > 1'000'000'000) st = Invalid("arg 2: amount above 10^9");
-      }
-      break;
-    case W::kHash:
-      st = DistinctBelow(args, s[0], "element");
-      break;
-    case W::kRetwis: st = DistinctBelow(args, s[0], "key"); break;
-    case W::kTpca: {
-      const uint64_t limits[3] = {s[0], s[0] * s[1], s[0] * s[2]};
-      const std::string_view what[3] = {"branch", "teller", "account"};
-      for (int i = 0; i < 3 && st.ok(); ++i) {
-        if (args[i] >= limits[i]) st = Invalid(fmt::format("arg {}: {} {} is not below {}", i, what[i], args[i], limits[i]));
-      }
-      const auto delta = static_cast<int64_t>(args[4]);
-      if (st.ok() && (delta < -1'000'000 || delta > 1'000'000)) st = Invalid("arg 4: delta outside [-10^6, 10^6]");
-      break;
-    }
-    case W::kTpcc:
-      if (args[0] == 0 || args[0] > s[0]) st = Invalid(fmt::format("arg 0: warehouse {} is not in [1, {}]", args[0], s[0]));
-      break;
-    case W::kCount: break;
-  }
-  if (!st.ok()) return st;
+  if (grpc::Status bad = CheckArgs(p, s, args); !bad.ok()) return bad;
 
   // This worker's state for this workload (made anew after a new setup).
   SlotState::PerWorkload& pw = slots_[slot]->of[static_cast<size_t>(p.workload)];
