@@ -36,6 +36,14 @@ type benchOptions struct {
 	out         output
 	serverRetry uint32
 	cpuProfile  string
+	// Workloads run as server-side procedures (bench_procs.go).
+	procedures bool    // ycsbpp as procedures (the other workloads always are)
+	zipf       float64 // -1: the workload's default
+	mix        string
+	warehouses int
+	load       bool
+	check      bool
+	keysSet    bool
 }
 
 // benchReport is the JSON line of `bench --json` (the last line of output).
@@ -70,13 +78,22 @@ type benchReport struct {
 	// measured run: what the client takes from the shared cores.
 	ClientCPUUSPerTxn float64 `json:"client_cpu_us_per_txn"`
 	FirstError        string  `json:"first_error,omitempty"`
+	// Workloads run as server-side procedures (docs/client.md, "Procedures").
+	Procedures bool `json:"procedures,omitempty"`
+	// Conflict aborts the server retried inside procedure calls.
+	ConflictRetries uint64  `json:"conflict_retries,omitempty"`
+	Zipf            float64 `json:"zipf,omitempty"`
+	Mix             string  `json:"mix,omitempty"`
+	Warehouses      int     `json:"warehouses,omitempty"`
+	// The invariant check after the run (--check): "<procedure> ok" or why not.
+	Check string `json:"check,omitempty"`
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
 	o := benchOptions{}
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Run a workload (YCSB++) and report throughput and latency",
+		Short: "Run a workload (YCSB++, TPC-C, Retwis, TPC-A, bank, hash table) and report throughput and latency",
 		Long: `Run YCSB++ one-shot transactions against the server for --seconds and print
 a summary of throughput and latency (p50/p95/p99). With -o json|yaml (or
 --json) stdout has only the report, one object with throughput_tps, p50_us,
@@ -98,18 +115,27 @@ API forms:
                            ExecuteStream stream, one per message;
   --pipeline=0             unary Execute calls from --concurrency goroutines.
 Streams are spread over --conns connections. Progress goes to stderr each
-second; a warm-up of --warmup seconds is not measured.`,
+second; a warm-up of --warmup seconds is not measured.
+
+Other workloads run as named server-side procedures, one request per
+transaction (docs/client.md, "Procedures"): --workload=tpcc (--warehouses,
+--mix=NO/P/OS/D/SL, default 45/43/4/4/4), retwis (--keys, default 1000000,
+--zipf, default 0.75), tpca (--keys branches, default 100, --zipf over the
+branches), bank (--keys accounts, default 10000, --mix=RO/RW, default
+50/50) and hash (--keys elements, default 10000, --mix). ycsbpp runs as
+procedures with --procedures or --zipf (--mix=RO/RW or --read-ratio).
+--load sets the workload up and loads it first (progress on stderr);
+--check runs its invariant check after the run (bank.audit, tpca.check,
+tpcc.check).`,
 		Args:    cobra.NoArgs,
 		PreRunE: checkOutput(&o.out),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.workload != "ycsbpp" {
-				return usageErrorf("--workload %q: want ycsbpp", o.workload)
-			}
+			o.keysSet = cmd.Flags().Changed("keys")
 			return runBench(cmd.Context(), g, o, cmd.OutOrStdout(), os.Stderr)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: ycsbpp")
+	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: ycsbpp, tpcc, retwis, tpca, bank or hash")
 	f.Float64Var(&o.seconds, "seconds", 10, "measured duration in seconds")
 	f.Float64Var(&o.warmup, "warmup", 1, "unmeasured warm-up in seconds before the measurement")
 	f.IntVar(&o.concurrency, "concurrency", 0, "streams (batched, pipelined) or goroutines (unary); 0 = 1 stream, or 16 goroutines")
@@ -123,6 +149,12 @@ second; a warm-up of --warmup seconds is not measured.`,
 	f.BoolVar(&o.noLoad, "no-load", false, "skip loading the records")
 	f.Uint32Var(&o.serverRetry, "server-retries", 0, "server-side retries of a conflicting transaction (0 = server default)")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured run to this file")
+	f.BoolVar(&o.procedures, "procedures", false, "ycsbpp: run as server-side procedures (the other workloads always do)")
+	f.Float64Var(&o.zipf, "zipf", -1, "zipf theta in [0, 1) of ycsbpp, retwis and tpca (-1 = the workload's default)")
+	f.StringVar(&o.mix, "mix", "", "transaction mix: RO/RW percent (ycsbpp, bank, hash) or NO/P/OS/D/SL (tpcc)")
+	f.IntVar(&o.warehouses, "warehouses", 1, "tpcc: warehouses")
+	f.BoolVar(&o.load, "load", false, "procedure workloads: set up and load the workload first")
+	f.BoolVar(&o.check, "check", false, "procedure workloads: run the invariant check after the run")
 	addOutputFlag(cmd, &o.out, true)
 	return cmd
 }
@@ -133,7 +165,16 @@ type workerStats struct {
 	commits        atomic.Uint64 // read by the progress ticker
 	ro, rw         uint64
 	aborts, errors atomic.Uint64
+	conflicts      atomic.Uint64 // retried by the server inside procedure calls
 	firstErr       error
+}
+
+// response notes what a reply says besides its outcome: a procedure's
+// conflict aborts retried by the server (output [committed, conflicts]).
+func (s *workerStats) response(r *rolisv1.ExecuteResponse) {
+	if r != nil && len(r.Output) > 1 {
+		s.conflicts.Add(uint64(r.Output[1]))
+	}
 }
 
 func (s *workerStats) outcome(lat time.Duration, readOnly bool, err error, measuring bool) {
@@ -197,15 +238,6 @@ func (g *gen) next(rmwWrites bool) ([]client.Op, bool) {
 	return ops, ro
 }
 
-// nextRequest is next as a wire request, with fewer allocations (for the
-// pipelined mode).
-func (g *gen) nextRequest(serverRetries uint32) (*rolisv1.ExecuteRequest, bool) {
-	b := &reqBuf{}
-	ro := g.fill(b)
-	b.req.MaxRetries = serverRetries
-	return &b.req, ro
-}
-
 // reqBuf holds one wire request and the storage of its ops, keys and
 // values, so that a request can be built again in place (batched mode).
 type reqBuf struct {
@@ -214,6 +246,7 @@ type reqBuf struct {
 	ptrs   [8]*rolisv1.Op
 	keys   []byte
 	values []byte
+	args   []uint64 // procedure calls
 }
 
 // fill builds the next transaction into b (reusing its storage; b.req is
@@ -258,18 +291,28 @@ func (g *gen) fill(b *reqBuf) bool {
 		}
 	}
 	b.req.Ops = b.ptrs[:n]
+	b.req.Procedure, b.req.Args = "", nil
 	return ro
 }
 
 func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.Writer) error {
-	if o.workload != "ycsbpp" {
-		return fmt.Errorf("bench: unknown workload %q (ycsbpp)", o.workload)
-	}
 	if o.concurrency == 0 {
 		o.concurrency = 1
 		if o.pipeline == 0 {
 			o.concurrency = 16
 		}
+	}
+	var pw *procWorkload
+	if o.workload != "ycsbpp" || o.procedures || o.zipf >= 0 || o.mix != "" {
+		var err error
+		if pw, err = newProcWorkload(o, o.keysSet); err != nil {
+			return err
+		}
+		if o.rmw != "oneshot" {
+			return errors.New("bench: --rmw applies to the key-value ycsbpp only")
+		}
+	} else if o.load || o.check {
+		return errors.New("bench: --load and --check apply to procedure workloads (the key-value ycsbpp loads unless --no-load)")
 	}
 	if o.concurrency < 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 || o.batch < 0 {
 		return errors.New("bench: --concurrency, --seconds and --keys must be positive, --pipeline and --batch not negative")
@@ -308,7 +351,13 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	}
 	defer c.Close()
 
-	if !o.noLoad {
+	if pw != nil {
+		if o.load {
+			if err := loadProcWorkload(ctx, c, pw, g.timeout, progress); err != nil {
+				return err
+			}
+		}
+	} else if !o.noLoad {
 		lo := loadOptions{keys: o.keys, valueSize: o.valueSize, batch: 100, streams: 4, window: 8}
 		if err := runLoad(ctx, c, lo, g.timeout, progress); err != nil {
 			return err
@@ -379,11 +428,25 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	var wg sync.WaitGroup
 	for i := range o.concurrency {
 		wg.Add(1)
-		gn := &gen{r: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i))), keys: o.keys,
-			valueSize: o.valueSize, readRatio: o.readRatio, version: uint64(i) << 40}
+		r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))
+		var gn txnSource
+		if pw != nil {
+			pg := pw.newGen(i, r)
+			pg.r = r
+			gn = pg
+		} else {
+			gn = &gen{r: r, keys: o.keys, valueSize: o.valueSize, readRatio: o.readRatio, version: uint64(i) << 40}
+		}
 		switch mode {
 		case "unary":
-			go func() { defer wg.Done(); unaryWorker(runCtx, c, gn, o, g.timeout, deadline, &measuring, stats[i]) }()
+			if pg, ok := gn.(*procGen); ok {
+				go func() { defer wg.Done(); unaryProcWorker(runCtx, c, pg, g.timeout, deadline, &measuring, stats[i]) }()
+				break
+			}
+			go func() {
+				defer wg.Done()
+				unaryWorker(runCtx, c, gn.(*gen), o, g.timeout, deadline, &measuring, stats[i])
+			}()
 		case "pipelined":
 			go func() { defer wg.Done(); pipelineWorker(runCtx, c, gn, o, deadline, &measuring, stats[i]) }()
 		default:
@@ -402,12 +465,29 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	var h histogram
 	rep := benchReport{Workload: o.workload, Mode: mode, Seconds: measured.Seconds(), Concurrency: o.concurrency,
 		Pipeline: o.pipeline, Batch: o.batch, Conns: o.conns, Keys: o.keys, ReadRatio: o.readRatio, RMW: o.rmw, Endpoint: c.Target()}
+	if pw != nil {
+		rep.Procedures, rep.Keys, rep.Mix, rep.RMW = true, pw.size, o.mix, "procedure"
+		rep.ReadRatio = float64(pw.readOnlyPercent) / 100
+		if pw.readOnlyPercent < 0 {
+			rep.ReadRatio = 0 // a mix of more types: see read_only_commits
+		}
+		if o.zipf >= 0 {
+			rep.Zipf = o.zipf
+		}
+		if o.workload == "tpcc" {
+			rep.Warehouses = o.warehouses
+		}
+		if o.check {
+			rep.Check = runCheck(ctx, c, pw, g.timeout)
+		}
+	}
 	for _, s := range stats {
 		h.merge(&s.hist)
 		rep.ReadOnly += s.ro
 		rep.ReadWrite += s.rw
 		rep.Aborts += s.aborts.Load()
 		rep.Errors += s.errors.Load()
+		rep.ConflictRetries += s.conflicts.Load()
 		if s.firstErr != nil && rep.FirstError == "" {
 			rep.FirstError = s.firstErr.Error()
 		}
@@ -464,7 +544,7 @@ func unaryWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions,
 	}
 }
 
-func pipelineWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions,
+func pipelineWorker(ctx context.Context, c *client.Client, gn txnSource, o benchOptions,
 	deadline time.Time, measuring *atomic.Bool, s *workerStats) {
 	p, err := c.NewPipeline(ctx, client.PipelineOptions{MaxInFlight: o.pipeline})
 	if err != nil {
@@ -486,9 +566,10 @@ func pipelineWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptio
 		if !start.Before(deadline) || ctx.Err() != nil {
 			break
 		}
-		req, ro := gn.nextRequest(o.serverRetry)
+		req, ro := newRequest(gn, o.serverRetry)
 		m := measuring.Load()
-		err := p.ExecuteRequestAsync(ctx, req, func(_ *rolisv1.ExecuteResponse, err error) {
+		err := p.ExecuteRequestAsync(ctx, req, func(resp *rolisv1.ExecuteResponse, err error) {
+			s.response(resp)
 			s.outcome(time.Since(start), ro, err, m)
 			<-slots
 		})
@@ -509,9 +590,15 @@ func printBenchTable(out io.Writer, r benchReport) {
 	fmt.Fprintf(w, "duration\t%.2f s\n", r.Seconds)
 	fmt.Fprintf(w, "commits\t%d (read-only %d, read-write %d)\n", r.Commits, r.ReadOnly, r.ReadWrite)
 	fmt.Fprintf(w, "aborts\t%d\n", r.Aborts)
+	if r.Procedures {
+		fmt.Fprintf(w, "server retries\t%d conflict aborts retried inside procedure calls\n", r.ConflictRetries)
+	}
 	fmt.Fprintf(w, "errors\t%d\n", r.Errors)
 	fmt.Fprintf(w, "throughput\t%.0f txn/s\n", r.ThroughputTPS)
 	fmt.Fprintf(w, "client cpu\t%.1f us per transaction\n", r.ClientCPUUSPerTxn)
+	if r.Check != "" {
+		fmt.Fprintf(w, "check\t%s\n", r.Check)
+	}
 	fmt.Fprintf(w, "latency\tmean %.0f us  p50 %.0f us  p95 %.0f us  p99 %.0f us  p99.9 %.0f us  max %.0f us\n",
 		r.MeanUS, r.P50US, r.P95US, r.P99US, r.P999US, r.MaxUS)
 	w.Flush()

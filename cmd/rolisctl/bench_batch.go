@@ -23,7 +23,7 @@ type benchBatch struct {
 // ExecuteBatchStream, o.batch transactions per stream message. The requests
 // are built in place and reused once sent; a batch's bookkeeping is reused
 // once all its replies are in.
-func batchWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions,
+func batchWorker(ctx context.Context, c *client.Client, gn txnSource, o benchOptions,
 	deadline time.Time, measuring *atomic.Bool, s *workerStats) {
 	p, err := c.NewBatchPipeline(ctx, client.PipelineOptions{MaxInFlight: o.pipeline})
 	if err != nil {
@@ -59,7 +59,8 @@ func batchWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions,
 		}
 		// The callbacks run on the pipeline's one receiving goroutine, so
 		// they may update s and b without locks; s is read after Close.
-		err := p.ExecuteBatchAsync(ctx, reqs, func(i int, _ *rolisv1.ExecuteResponse, err error) {
+		err := p.ExecuteBatchAsync(ctx, reqs, func(i int, resp *rolisv1.ExecuteResponse, err error) {
+			s.response(resp)
 			s.outcome(time.Since(b.start), b.readOnly[i], err, b.measured)
 			if b.left--; b.left == 0 {
 				free <- b

@@ -258,8 +258,8 @@ func bytesFieldSize(num protowire.Number, n int) int {
 }
 
 func executeRequestSize(r *rolisv1.ExecuteRequest) (int, bool) {
-	if len(r.ProtoReflect().GetUnknown()) > 0 {
-		return 0, false
+	if len(r.ProtoReflect().GetUnknown()) > 0 || r.Procedure != "" || len(r.Args) > 0 {
+		return 0, false // procedure calls are left to the standard encoder
 	}
 	n := varintFieldSize(fieldReqSeq, r.Seq) + varintFieldSize(fieldReqMaxRetries, uint64(r.MaxRetries))
 	for _, op := range r.Ops {

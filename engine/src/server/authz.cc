@@ -9,6 +9,7 @@
 
 #include "rolis/v1/client.pb.h"
 #include "server/config.h"
+#include "server/procedures.h"
 
 namespace rolis::server {
 namespace {
@@ -145,6 +146,7 @@ bool Allows(PeerKind kind, Access access) {
 }
 
 bool ExecuteWrites(const v1::ExecuteRequest& req) {
+  if (!req.procedure().empty()) return ProcedureWrites(req.procedure());
   for (const v1::Op& op : req.ops()) {
     if (op.kind() != v1::Op::GET && op.kind() != v1::Op::SCAN) return true;
   }

@@ -72,7 +72,8 @@ PeerIdentity ClassifyPeer(const std::vector<std::string>& uri_sans, std::string 
 bool Allows(PeerKind kind, Access access);
 
 // Whether a one-shot transaction (Execute, a stream's request) writes: any
-// op that is not a GET or a SCAN.
+// op that is not a GET or a SCAN, or a procedure that is not read-only
+// (procedures.h).
 bool ExecuteWrites(const v1::ExecuteRequest& req);
 
 // Refusals since the process started, by the refused certificate's kind

@@ -1,5 +1,6 @@
 #include "rolis/thread_name.h"
 #include "server/node.h"
+#include "server/procedures.h"
 
 #include <fmt/format.h>
 
@@ -98,6 +99,18 @@ Status Node::Start(uint32_t workers) {
     ws.push_back(std::move(w));
   }
   pool_ = std::make_unique<WorkerPool>(std::move(ws));
+  // The procedures' tables, after the configured ones (their ids agree on
+  // every member).
+  procedures_ = std::make_unique<ProcedureHost>(db_, pool_->size());
+  std::vector<std::string> names;
+  if (Status ps = procedures_->CreateTables(&names); !ps.ok()) {
+    return Status::Internal("procedure tables: " + ps.message());
+  }
+  // Clients may read and write them with ops too (docs/client.md, "Procedures").
+  for (const std::string& name : names) {
+    Table* t = nullptr;
+    if (db_->GetTable(name, &t).ok()) tables_.emplace(name, t);
+  }
 
   // Does the engine allow several open transactions on one Worker? (Interactive
   // transactions bound to a worker interleave with one-shots on it.) Probe
@@ -389,6 +402,7 @@ Status Node::RunOnce(Worker* worker, const v1::ExecuteRequest& req, const std::v
 
 grpc::Status Node::Execute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, CallContext* ctx) {
   if (draining()) return ShuttingDown();
+  if (!req.procedure().empty()) return CallProcedure(req, resp, ctx);
   resp->Clear();
   thread_local std::vector<Table*> tables;
   bool writes = false;

@@ -36,6 +36,8 @@
 
 namespace rolis::server {
 
+class ProcedureHost;
+
 // Outputs of a call besides its response message.
 struct CallContext {
   std::string leader;      // set with FAILED_PRECONDITION: the leader's client address ("rolis-leader")
@@ -82,6 +84,7 @@ class Node {
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
   void Stop();
 
+  // A request with `procedure` set runs that procedure (CallProcedure).
   grpc::Status Execute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, CallContext* ctx);
 
   grpc::Status Begin(const v1::BeginRequest& req, v1::BeginResponse* resp, CallContext* ctx);
@@ -152,11 +155,15 @@ class Node {
 
   void ReaperLoop();
 
+  // A named procedure (procedures.h; in procedure_calls.cc).
+  grpc::Status CallProcedure(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, CallContext* ctx);
+
   NodeOptions options_;
   Database* db_;
   Replicator* replicator_;
   Metrics* metrics_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<ProcedureHost> procedures_;
   TxnTable txns_;
   Table* default_table_ = nullptr;
   std::map<std::string, Table*, std::less<>> tables_;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "workloads/load_util.h"
 #include "workloads/workload.h"
 
 namespace rolis::workloads {
@@ -30,6 +31,12 @@ class Bank : public Workload {
   bool declares_sets() const override { return true; }
   void Generate(WorkerContext& ctx, TxnRequest* req) override;
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
+
+  // Binds the table (created when absent) without loading it: a server that
+  // loads and runs the workload as procedures (server/procedures.h).
+  Status Attach(Database* db) { return CreateOrGetTable(db, "bank", &table_); }
+  Table* table() const { return table_; }
+  const BankConfig& config() const { return config_; }
 
   // kInternal unless the accounts sum to accounts * initial (after a run).
   Status CheckTotal(Database* db) const;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "workloads/load_util.h"
 #include "workloads/workload.h"
 
 namespace rolis::workloads {
@@ -31,6 +32,9 @@ class HashTable : public Workload {
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
 
   Table* table() const { return table_; }
+  const HashTableConfig& config() const { return config_; }
+  // Binds the table (created when absent) without loading it (as Bank::Attach).
+  Status Attach(Database* db) { return CreateOrGetTable(db, "hash", &table_); }
 
  private:
   HashTableConfig config_;

@@ -27,6 +27,12 @@ Status RunOnThreads(Database* db, uint32_t threads, const std::function<Status(u
   return first;
 }
 
+Status CreateOrGetTable(Database* db, std::string_view name, Table** table) {
+  Status s = db->CreateTable(name, table);
+  if (s.code() == StatusCode::kAlreadyExists) s = db->GetTable(name, table);
+  return s;
+}
+
 Status CommitBatch(Worker* worker, const std::function<Status(Transaction&)>& fill) {
   constexpr int kAttempts = 100;
   Status s;

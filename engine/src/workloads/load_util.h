@@ -15,6 +15,9 @@ namespace rolis::workloads {
 // registered Worker, and returns the first error any of them returned.
 Status RunOnThreads(Database* db, uint32_t threads, const std::function<Status(uint32_t, Worker*)>& fn);
 
+// The table `name`, created when it does not exist yet.
+Status CreateOrGetTable(Database* db, std::string_view name, Table** table);
+
 // Commits a batch built by fill(txn); retries kAborted a bounded number of
 // times (loading has no conflicts unless the caller shares keys).
 Status CommitBatch(Worker* worker, const std::function<Status(Transaction&)>& fill);

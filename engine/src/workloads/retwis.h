@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "workloads/load_util.h"
 #include "workloads/workload.h"
 #include "workloads/zipf.h"
 
@@ -34,6 +35,11 @@ class Retwis : public Workload {
   bool declares_sets() const override { return true; }
   void Generate(WorkerContext& ctx, TxnRequest* req) override;
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
+
+  // Binds the table (created when absent) without loading it (as Bank::Attach).
+  Status Attach(Database* db) { return CreateOrGetTable(db, "retwis", &table_); }
+  Table* table() const { return table_; }
+  const RetwisConfig& config() const { return config_; }
 
   // Gets and puts of a transaction of `type` with `timeline_gets` for get-timeline.
   static uint32_t Gets(uint32_t type, uint32_t timeline_gets);

@@ -35,6 +35,14 @@ Status Tpca::Load(Database* db, uint32_t threads) {
   return s;
 }
 
+Status Tpca::Attach(Database* db) {
+  Status s = CreateOrGetTable(db, "tpca_branch", &branch_);
+  if (s.ok()) s = CreateOrGetTable(db, "tpca_teller", &teller_);
+  if (s.ok()) s = CreateOrGetTable(db, "tpca_account", &account_);
+  if (s.ok()) s = CreateOrGetTable(db, "tpca_history", &history_);
+  return s;
+}
+
 void Tpca::InitThread(WorkerContext& ctx) { ctx.state = std::make_unique<TpcaThread>(); }
 
 TxnOutcome Tpca::RunOne(WorkerContext& ctx) {

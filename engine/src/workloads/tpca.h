@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "workloads/load_util.h"
 #include "workloads/workload.h"
 #include "workloads/zipf.h"
 
@@ -32,6 +33,14 @@ class Tpca : public Workload {
   bool declares_sets() const override { return true; }
   void Generate(WorkerContext& ctx, TxnRequest* req) override;
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
+
+  // Binds the tables (created when absent) without loading them (as
+  // Bank::Attach). The tables in the order Attach creates them.
+  Status Attach(Database* db);
+  Table* branch() const { return branch_; }
+  Table* teller() const { return teller_; }
+  Table* account() const { return account_; }
+  const TpcaConfig& config() const { return config_; }
 
   // kInternal unless branches, tellers and accounts each sum to the sum of
   // the history's deltas.

@@ -213,6 +213,21 @@ Status Tpcc::Load(Database* db, uint32_t threads) {
   });
 }
 
+Status Tpcc::Attach(Database* db, uint32_t warehouses) {
+  if (warehouses == 0 || warehouses > kMaxWarehouses) return Status::InvalidArgument("tpcc: 1..65,535 warehouses");
+  warehouses_ = warehouses;
+  Table** handles[] = {&tables_.warehouse, &tables_.district,   &tables_.customer,
+                       &tables_.customer_name_idx, &tables_.history, &tables_.new_order,
+                       &tables_.order,     &tables_.order_customer_idx, &tables_.order_line,
+                       &tables_.item,      &tables_.stock};
+  static_assert(std::size(handles) == std::size(kTableNames));
+  for (size_t i = 0; i < std::size(handles); ++i) {
+    Status s = CreateOrGetTable(db, kTableNames[i], handles[i]);
+    if (!s.ok()) return s;
+  }
+  return Status::OK();
+}
+
 Status Tpcc::LoadItems(Worker* worker, uint32_t lo, uint32_t hi) {
   Rng rng(config_.seed * 31 + lo);
   return LoadInBatches(worker, rng, lo, hi, config_.load_batch, [&](Transaction& txn, uint64_t i) {
@@ -370,6 +385,24 @@ void Tpcc::InitThread(WorkerContext& ctx) {
   st->delivery_hint.assign(config_.districts_per_warehouse + 1, 0);
   ctx.state = std::move(st);
 }
+
+TxnOutcome Tpcc::RunType(WorkerContext& ctx, uint32_t type, uint32_t home_w) {
+  Thread& st = static_cast<Thread&>(*ctx.state);
+  if (st.home_w != home_w) {
+    // The delivery hints are of the home warehouse's districts.
+    st.home_w = home_w;
+    std::fill(st.delivery_hint.begin(), st.delivery_hint.end(), 0);
+  }
+  switch (type) {
+    case kNewOrder: return NewOrderTxn(ctx);
+    case kPayment: return PaymentTxn(ctx);
+    case kOrderStatus: return OrderStatusTxn(ctx);
+    case kDelivery: return DeliveryTxn(ctx);
+    default: return StockLevelTxn(ctx);
+  }
+}
+
+void Tpcc::SetHistorySequence(WorkerContext& ctx, uint32_t next) { static_cast<Thread&>(*ctx.state).history_seq = next; }
 
 TxnOutcome Tpcc::RunOne(WorkerContext& ctx) {
   uint32_t x = static_cast<uint32_t>(ctx.rng.Uniform(100));

@@ -80,13 +80,26 @@ class Tpcc : public Workload {
   const TpccTables& tables() const { return tables_; }
   uint32_t warehouses() const { return warehouses_; }
 
+  // For a server that loads and runs TPC-C as procedures (server/procedures.h):
+  // Attach binds the tables (created when absent) for `warehouses`
+  // warehouses without loading them; LoadItems loads items [lo, hi) (1-based),
+  // LoadWarehouse warehouse w (1-based; `loader` is unused by the rows, as
+  // in Load); RunType runs one
+  // transaction of `type` with home warehouse home_w, its inputs drawn from
+  // ctx.rng; SetHistorySequence sets where the thread's Payment history keys
+  // continue (a server picks a random start so that keys of an earlier
+  // leader's threads are not reused).
+  Status Attach(Database* db, uint32_t warehouses);
+  Status LoadItems(Worker* worker, uint32_t lo, uint32_t hi);
+  Status LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader);
+  TxnOutcome RunType(WorkerContext& ctx, uint32_t type, uint32_t home_w);
+  void SetHistorySequence(WorkerContext& ctx, uint32_t next);
+
   // TPC-C last name of number 0..999 (three syllables); returns its length.
   static size_t LastName(uint32_t num, char (&out)[16]);
 
  private:
   struct Thread;
-  Status LoadItems(Worker* worker, uint32_t lo, uint32_t hi);
-  Status LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader);
   uint32_t HomeWarehouse(const WorkerContext& ctx) const;
   uint32_t OtherWarehouse(WorkerContext& ctx, uint32_t home) const;
   uint32_t NURand(Rng& rng, uint32_t a, uint32_t x, uint32_t y, uint32_t c) const;

@@ -29,6 +29,16 @@ Status CreateU64Table(Database* db, const char* name, uint64_t n, int64_t initia
   });
 }
 
+Status LoadU64Range(Worker* worker, Table* table, uint64_t lo, uint64_t hi, int64_t initial) {
+  return CommitBatch(worker, [&](Transaction& txn) -> Status {
+    for (uint64_t r = lo; r < hi; ++r) {
+      Status ps = PutU64(txn, table, r, initial);
+      if (!ps.ok()) return ps;
+    }
+    return Status::OK();
+  });
+}
+
 Status SumU64Table(Database* db, Table* table, uint64_t n, int64_t* sum) {
   std::unique_ptr<Worker> worker = db->RegisterWorker();
   if (!worker) return Status::ResourceExhausted("RegisterWorker failed");

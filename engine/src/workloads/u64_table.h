@@ -36,6 +36,10 @@ inline Status PutU64(Transaction& txn, Table* table, uint64_t record, int64_t va
 // Creates `name` and loads records 0..n-1, each with value `initial`, on `threads` threads.
 Status CreateU64Table(Database* db, const char* name, uint64_t n, int64_t initial, uint32_t threads, Table** table);
 
+// Loads records [lo, hi) with value `initial` in one transaction on `worker`
+// (one part of a load that a server runs as procedures).
+Status LoadU64Range(Worker* worker, Table* table, uint64_t lo, uint64_t hi, int64_t initial);
+
 // The sum of the values of records 0..n-1 in one read-write transaction on a
 // Worker registered here (a check after a run).
 Status SumU64Table(Database* db, Table* table, uint64_t n, int64_t* sum);

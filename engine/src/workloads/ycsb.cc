@@ -60,6 +60,18 @@ Status Ycsbpp::Load(Database* db, uint32_t threads) {
   });
 }
 
+Status Ycsbpp::LoadRange(Worker* worker, uint64_t lo, uint64_t hi) {
+  return CommitBatch(worker, [&](Transaction& txn) -> Status {
+    char key[8];
+    for (uint64_t r = lo; r < hi; ++r) {
+      uint64_t v = r;  // initial value: the record number
+      Status ps = txn.Put(table_, YcsbKey(r, key), std::string_view(reinterpret_cast<const char*>(&v), 8));
+      if (!ps.ok()) return ps;
+    }
+    return Status::OK();
+  });
+}
+
 void Ycsbpp::InitThread(WorkerContext& ctx) {
   ctx.state = std::make_unique<YcsbThread>();
 }

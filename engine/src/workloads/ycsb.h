@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "workloads/load_util.h"
 #include "workloads/workload.h"
 #include "workloads/zipf.h"
 
@@ -45,6 +46,11 @@ class Ycsbpp : public Workload {
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
 
   const YcsbConfig& config() const { return config_; }
+  // Binds the table (created when absent) without loading it (as Bank::Attach).
+  Status Attach(Database* db) { return CreateOrGetTable(db, config_.table_name, &table_); }
+  // Loads records [lo, hi) in one transaction on `worker` (a part of a load
+  // that a server runs as procedures).
+  Status LoadRange(Worker* worker, uint64_t lo, uint64_t hi);
   Table* table() const { return table_; }
 
  private:

@@ -1034,7 +1034,13 @@ type ExecuteRequest struct {
 	Ops   []*Op                  `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
 	Seq   uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"` // echoed in the response (ExecuteStream)
 	// Retries the server makes on an OCC abort before returning ABORTED.
-	MaxRetries    uint32 `protobuf:"varint,3,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	MaxRetries uint32 `protobuf:"varint,3,opt,name=max_retries,json=maxRetries,proto3" json:"max_retries,omitempty"`
+	// A named server-side procedure instead of ops (docs/client.md,
+	// "Procedures"): one of a workload's transactions, run by the server with
+	// its OCC retries; `ops` must then be empty. An unknown procedure or bad
+	// args: INVALID_ARGUMENT and nothing changed.
+	Procedure     string   `protobuf:"bytes,4,opt,name=procedure,proto3" json:"procedure,omitempty"`
+	Args          []uint64 `protobuf:"varint,5,rep,packed,name=args,proto3" json:"args,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1090,6 +1096,20 @@ func (x *ExecuteRequest) GetMaxRetries() uint32 {
 	return 0
 }
 
+func (x *ExecuteRequest) GetProcedure() string {
+	if x != nil {
+		return x.Procedure
+	}
+	return ""
+}
+
+func (x *ExecuteRequest) GetArgs() []uint64 {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
 type ExecuteResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Results         []*OpResult            `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"` // one per op, in order
@@ -1099,8 +1119,10 @@ type ExecuteResponse struct {
 	Seq             uint64                 `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
 	// ExecuteStream only: a non-OK outcome as a gRPC code and message (the stream
 	// itself stays open).
-	ErrorCode     int32  `protobuf:"varint,6,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
-	ErrorMessage  string `protobuf:"bytes,7,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	ErrorCode    int32  `protobuf:"varint,6,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage string `protobuf:"bytes,7,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// A procedure's results (docs/client.md, "Procedures"), e.g. an audit's total.
+	Output        []int64 `protobuf:"varint,8,rep,packed,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1182,6 +1204,13 @@ func (x *ExecuteResponse) GetErrorMessage() string {
 		return x.ErrorMessage
 	}
 	return ""
+}
+
+func (x *ExecuteResponse) GetOutput() []int64 {
+	if x != nil {
+		return x.Output
+	}
+	return nil
 }
 
 type ExecuteBatchRequest struct {
@@ -1344,12 +1373,14 @@ const file_rolis_v1_client_proto_rawDesc = "" +
 	"\bOpResult\x12\x14\n" +
 	"\x05found\x18\x01 \x01(\bR\x05found\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12(\n" +
-	"\x05items\x18\x03 \x03(\v2\x12.rolis.v1.KeyValueR\x05items\"c\n" +
+	"\x05items\x18\x03 \x03(\v2\x12.rolis.v1.KeyValueR\x05items\"\x95\x01\n" +
 	"\x0eExecuteRequest\x12\x1e\n" +
 	"\x03ops\x18\x01 \x03(\v2\f.rolis.v1.OpR\x03ops\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1f\n" +
 	"\vmax_retries\x18\x03 \x01(\rR\n" +
-	"maxRetries\"\xf3\x01\n" +
+	"maxRetries\x12\x1c\n" +
+	"\tprocedure\x18\x04 \x01(\tR\tprocedure\x12\x12\n" +
+	"\x04args\x18\x05 \x03(\x04R\x04args\"\x8b\x02\n" +
 	"\x0fExecuteResponse\x12,\n" +
 	"\aresults\x18\x01 \x03(\v2\x12.rolis.v1.OpResultR\aresults\x12)\n" +
 	"\x10condition_failed\x18\x02 \x01(\bR\x0fconditionFailed\x12\x14\n" +
@@ -1358,7 +1389,8 @@ const file_rolis_v1_client_proto_rawDesc = "" +
 	"\x03seq\x18\x05 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x06 \x01(\x05R\terrorCode\x12#\n" +
-	"\rerror_message\x18\a \x01(\tR\ferrorMessage\"K\n" +
+	"\rerror_message\x18\a \x01(\tR\ferrorMessage\x12\x16\n" +
+	"\x06output\x18\b \x03(\x03R\x06output\"K\n" +
 	"\x13ExecuteBatchRequest\x124\n" +
 	"\brequests\x18\x01 \x03(\v2\x18.rolis.v1.ExecuteRequestR\brequests\"O\n" +
 	"\x14ExecuteBatchResponse\x127\n" +
