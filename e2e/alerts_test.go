@@ -162,7 +162,7 @@ var _ = Describe("Alerts and dashboards on the live Prometheus", Label("alerts")
 			up, err := promQuery(fmt.Sprintf(`up{namespace=%q, rolis_cluster=%q}`, ns, sampleName))
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(up).To(HaveLen(3))
-		}).WithTimeout(3*time.Minute).WithPolling(5*time.Second).Should(Succeed())
+		}).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 	})
 
 	It("loaded every alert of the chart's PrometheusRule and evaluates it without error", func() {
@@ -176,7 +176,7 @@ var _ = Describe("Alerts and dashboards on the live Prometheus", Label("alerts")
 				g.Expect(r.LastEvaluation.IsZero()).To(BeFalse(), "alert %s evaluated", name)
 				g.Expect(r.Health).To(Equal("ok"), "alert %s: %s", name, r.LastError)
 			}
-		}).WithTimeout(3*time.Minute).WithPolling(5*time.Second).Should(Succeed())
+		}).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 		GinkgoWriter.Printf("%d alerts loaded and evaluated\n", len(alerts))
 	})
 
@@ -253,7 +253,7 @@ var _ = Describe("Alerts and dashboards on the live Prometheus", Label("alerts")
 				g.Expect(err).NotTo(HaveOccurred(), m)
 				g.Expect(s).NotTo(BeEmpty(), "no series of %s", m)
 			}
-		}).WithTimeout(2*time.Minute).WithPolling(10*time.Second).Should(Succeed())
+		}).WithTimeout(2 * time.Minute).WithPolling(10 * time.Second).Should(Succeed())
 		// What each query returns now (some are empty on a healthy cluster:
 		// the alerts' conditions, aborts, errors).
 		for _, q := range queries {
