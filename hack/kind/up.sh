@@ -3,7 +3,7 @@
 # (`make kind-up`): Docker daemon, base images, Kind node image, a cluster of
 # 1 control plane + 3 workers with pod networking and node-local storage,
 # then the add-ons (cert-manager, the prometheus-operator with a Prometheus,
-# the NetworkPolicy enforcer kube-network-policies). Every step is idempotent and
+# the NetworkPolicy enforcer kube-router). Every step is idempotent and
 # cached ($ROLIS_CACHE, default ~/.cache/rolis): the first run builds
 # Kubernetes, etcd and coredns from Go module sources (about 40 minutes on 2
 # busy cores), later runs take seconds to a minute or two.
