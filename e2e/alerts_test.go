@@ -27,17 +27,9 @@ import (
 const alertsFailoverWindow = "2m"
 
 // eventMetrics are series that appear only after what they count has
-// happened once (no failing reconcile, no abort, no state transfer on a
-// healthy idle cluster); every other metric the chart's queries name must
-// have series.
-var eventMetrics = []string{
-	"rolis_operator_reconcile_errors_total",
-	"rolis_aborts_total",
-	"rolis_replication_state_transfers_total",
-	// cert-manager's own metric (RolisCertificateExpiring); cert-manager is
-	// not scraped here.
-	"certmanager_certificate_expiration_timestamp_seconds",
-}
+// happened once (no reconcile step fails on a healthy cluster); every other
+// metric the chart's queries name must have series.
+var eventMetrics = []string{"rolis_operator_reconcile_errors_total"}
 
 var metricName = regexp.MustCompile(`\b((?:rolis|process|certmanager)_[a-z_]+)`)
 
@@ -247,13 +239,28 @@ var _ = Describe("Alerts and dashboards on the live Prometheus", Label("alerts")
 				// The members' series of this cluster, or the operator's
 				// about it (namespace and rolis_cluster labels either way).
 				s, err := promInstant(fmt.Sprintf(`count({__name__=%q, namespace=%q, rolis_cluster=%q})`, m, ns, sampleName))
-				if m == "rolis_operator_failover_duration_seconds_bucket" { // labelled by kind only
+				switch m {
+				case "rolis_operator_failover_duration_seconds_bucket": // labelled by kind only
 					s, err = promInstant(fmt.Sprintf(`count({__name__=%q})`, m))
+				case "certmanager_certificate_expiration_timestamp_seconds": // cert-manager's, by certificate
+					s, err = promInstant(fmt.Sprintf(`count({__name__=%q, namespace=%q})`, m, ns))
 				}
 				g.Expect(err).NotTo(HaveOccurred(), m)
 				g.Expect(s).NotTo(BeEmpty(), "no series of %s", m)
 			}
 		}).WithTimeout(2 * time.Minute).WithPolling(10 * time.Second).Should(Succeed())
+		By("RolisCertificateExpiring, with a threshold of 100 years, matches the cluster's server and client certificates")
+		expiring := regexp.MustCompile(`<\s*[0-9]+\s*\*\s*86400`).ReplaceAllString(alerts["RolisCertificateExpiring"], "< 36500 * 86400")
+		Expect(expiring).NotTo(Equal(alerts["RolisCertificateExpiring"]), "the threshold of RolisCertificateExpiring")
+		s, err := promInstant(expiring)
+		Expect(err).NotTo(HaveOccurred(), expiring)
+		var certs []string
+		for _, v := range s {
+			if v.Metric["namespace"] == ns {
+				certs = append(certs, v.Metric["name"])
+			}
+		}
+		Expect(certs).To(ConsistOf(sampleName+"-server", sampleName+"-client"), expiring)
 		// What each query returns now (some are empty on a healthy cluster:
 		// the alerts' conditions, aborts, errors).
 		for _, q := range queries {

@@ -34,8 +34,8 @@ build() {
   fi
   log "building kube-router $V (a few minutes on 2 busy cores, cached afterwards)"
   mkdir -p "$DIR/bin"
-  (cd "$DIR/src" && GOWORK=off CGO_ENABLED=0 "${NICE[@]}" go build -mod=mod -trimpath -ldflags "-s -w" \
-    -o "$DIR/bin/" ./cmd/kube-router)
+  (cd "$DIR/src" && GOWORK=off CGO_ENABLED=0 "${NICE[@]}" go build -mod=mod -trimpath \
+    -ldflags "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$V" -o "$DIR/bin/" ./cmd/kube-router)
 }
 
 image() {

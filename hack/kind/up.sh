@@ -11,7 +11,7 @@
 # (KIND_ADDONS="" KIND_SMOKE=0: the cluster alone, as the quick e2e subset
 # needs it; the add-ons build from source the first time.)
 source "$(dirname "$0")/lib.sh"
-KIND_ADDONS="${KIND_ADDONS-cert-manager prometheus-operator network-policies}"
+KIND_ADDONS="${KIND_ADDONS-prometheus-operator cert-manager network-policies}"
 KIND_SMOKE="${KIND_SMOKE:-1}"
 
 step "Docker daemon" "$KIND_DIR/docker-up.sh"
