@@ -57,6 +57,9 @@ DOCKERFILE
 
 install() {
   kubectl -n kube-system delete daemonset/kube-network-policies --ignore-not-found >/dev/null
+  # The image's id in the pod template: a rebuilt image (same tag) rolls
+  # the pods.
+  local id; id=$(docker image inspect -f '{{.Id}}' "$IMAGE" | cut -d: -f2 | cut -c1-16)
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: ServiceAccount
@@ -94,6 +97,7 @@ spec:
   template:
     metadata:
       labels: {k8s-app: kube-router}
+      annotations: {rolis.io/image-id: "$id"}
     spec:
       priorityClassName: system-node-critical
       serviceAccountName: kube-router

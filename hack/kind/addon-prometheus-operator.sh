@@ -111,6 +111,9 @@ operator() {
   # The module's own RBAC and Deployment, in this namespace, with the images
   # built here; no kubelet Service (nothing here scrapes the kubelets).
   local rbac="$mod/example/rbac/prometheus-operator"
+  # The images' ids in the pod template: a rebuilt image (same tag) rolls
+  # the pod.
+  local id; id=$(docker image inspect -f '{{.Id}}' "$OPERATOR_IMAGE" "$RELOADER_IMAGE" | sha256sum | cut -c1-16)
   for f in service-account cluster-role cluster-role-binding deployment; do
     echo "---"; cat "$rbac/prometheus-operator-$f.yaml"
   done | sed -e "s#namespace: default#namespace: $NS#" \
@@ -118,6 +121,7 @@ operator() {
     -e "s#--prometheus-config-reloader=.*#--prometheus-config-reloader=$RELOADER_IMAGE#" \
     -e '/--kubelet-service=/d; /--kubelet-endpoints=/d; /--kubelet-endpointslice=/d' \
     -e 's#cpu: 100m#cpu: 20m#' \
+    -e "s#kubectl.kubernetes.io/default-container: prometheus-operator#&\n        rolis.io/image-id: \"$id\"#" \
     | kubectl apply -f - >/dev/null
   kubectl -n "$NS" rollout status deployment/prometheus-operator --timeout=180s >/dev/null
   info "prometheus-operator runs"
@@ -127,6 +131,7 @@ prometheus() {
   # The file_sd Prometheus this add-on replaces (a Deployment of the same
   # name, with its own configuration).
   kubectl -n "$NS" delete deployment/prometheus configmap/prometheus --ignore-not-found >/dev/null
+  local id; id=$(docker image inspect -f '{{.Id}}' "$PROM_IMAGE" | cut -d: -f2 | cut -c1-16)
   kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
 kind: ServiceAccount
@@ -163,6 +168,8 @@ spec:
   image: $PROM_IMAGE
   imagePullPolicy: IfNotPresent
   replicas: 1
+  # A rebuilt image (same tag) rolls the pod.
+  podMetadata: {annotations: {rolis.io/image-id: "$id"}}
   serviceAccountName: prometheus
   scrapeInterval: 10s
   evaluationInterval: 10s
