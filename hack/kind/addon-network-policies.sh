@@ -14,8 +14,8 @@
 # (CONFIG_NFT_QUEUE unset; `nft add rule ... queue` fails with "No such file
 # or directory"), so it enforced nothing and logged netlink errors.
 # kube-router needs only ip_set and the xtables matches, which they have.
-# A kube-network-policies DaemonSet left by an earlier version of this
-# script is deleted.
+# A kube-network-policies DaemonSet in kube-system is deleted: one enforcer
+# per node.
 # Idempotent; the binary is cached in $ROLIS_CACHE/kube-router/VERSION.
 source "$(dirname "$0")/lib.sh"
 V="${KUBE_ROUTER_VERSION:-v2.1.0}"

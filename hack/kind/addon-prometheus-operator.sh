@@ -8,22 +8,23 @@
 #    github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION,
 #    built here (no image can be pulled). Why v0.93.1 and not v0.94.1 (the
 #    version of the API module the project uses): the commands need the
-#    module's pkg/client, a module of its own whose v0.94.x the module proxy
-#    does not serve; v0.93.1 is the newest version whose three modules all
-#    resolve. Its CRDs (example/prometheus-operator-crd) are applied too.
+#    module's pkg/client, a module of its own that the module proxy does not
+#    serve at v0.94.0-v0.95.2; v0.93.1 is the newest release whose three
+#    modules (root, pkg/apis/monitoring, pkg/client) all resolve. Its CRDs (example/prometheus-operator-crd) are applied too.
 #  - Prometheus: cmd/prometheus of github.com/prometheus/prometheus@$PROMETHEUS_VERSION
 #    (v0.316.0 is Prometheus 3.16.0), built here with only the Kubernetes
 #    service discovery (tags remove_all_sd,enable_kubernetes_sd: the
-#    operator's generated configuration uses kubernetes_sd_configs only, and
-#    the other discovery plugins triple the build). Debian's prometheus
+#    operator's generated configuration uses kubernetes_sd_configs only; the
+#    other discovery plugins bring in the cloud providers' SDKs). Debian's prometheus
 #    package cannot serve: it is built without Kubernetes service discovery.
 #    No web UI assets (they need npm): the HTTP API is complete.
 #  - the Prometheus CR "rolis" selects every ServiceMonitor, PodMonitor and
 #    PrometheusRule of every namespace; Service monitoring/prometheus:9090
 #    in front of it (the e2e suite queries it through the API server's
 #    service proxy). It scrapes and evaluates every 10 s.
-# Replaces the Deployment of the earlier file_sd Prometheus of this namespace
-# when it finds one.
+# A Deployment or ConfigMap named prometheus in the namespace (a Prometheus
+# run without the operator) is deleted: one Prometheus answers behind the
+# Service.
 # Check: kubectl get --raw /api/v1/namespaces/monitoring/services/prometheus:9090/proxy/api/v1/targets
 # Idempotent; binaries cached in $ROLIS_CACHE/prometheus-operator/VERSION and
 # $ROLIS_CACHE/prometheus/VERSION (the Prometheus build: 10-20 min on 2 busy
@@ -128,8 +129,7 @@ operator() {
 }
 
 prometheus() {
-  # The file_sd Prometheus this add-on replaces (a Deployment of the same
-  # name, with its own configuration).
+  # A Prometheus run without the operator (see the header).
   kubectl -n "$NS" delete deployment/prometheus configmap/prometheus --ignore-not-found >/dev/null
   local id; id=$(docker image inspect -f '{{.Id}}' "$PROM_IMAGE" | cut -d: -f2 | cut -c1-16)
   kubectl apply -f - >/dev/null <<YAML
