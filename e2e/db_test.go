@@ -27,13 +27,14 @@ type database struct {
 	failovers []failover
 }
 
-// createSample applies config/samples in a new namespace, waits until the
-// cluster is Ready and forwards its members' ports.
-func createSample(prefix string) *database {
+// createSample applies config/samples in a new namespace (changes edit its
+// spec: applySample), waits until the cluster is Ready and forwards its
+// members' ports.
+func createSample(prefix string, changes ...func(spec map[string]any)) *database {
 	GinkgoHelper()
 	ns := newNamespace(prefix)
 	start := time.Now()
-	applySample(ns)
+	applySample(ns, changes...)
 	c := waitReady(ns, sampleName, 5*time.Minute)
 	GinkgoWriter.Printf("%s Ready after %v: %s\n", sampleName, time.Since(start).Round(time.Second), describe(c))
 	d := &database{ns: ns, name: sampleName, pods: podNames(sampleName, int(c.Spec.Replicas))}

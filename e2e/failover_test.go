@@ -56,9 +56,9 @@ func (d *database) failoverGap(lost time.Time) time.Duration {
 
 // loadedSample is the sample cluster of a new namespace with the workload
 // running and acknowledging writes.
-func loadedSample(prefix string, seed uint64) *database {
+func loadedSample(prefix string, seed uint64, changes ...func(spec map[string]any)) *database {
 	GinkgoHelper()
-	d := createSample(prefix)
+	d := createSample(prefix, changes...)
 	d.startLoad(seed)
 	d.writesFlowing(30 * time.Second)
 	return d

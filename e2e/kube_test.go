@@ -80,6 +80,14 @@ func installOperator() {
 	if id, err := run(30*time.Second, "docker", "image", "inspect", "-f", "{{.Id}}", operatorImage); err == nil {
 		args = append(args, "--set-string", "podAnnotations.rolis\\.io/image-id="+strings.TrimPrefix(strings.TrimSpace(id), "sha256:"))
 	}
+	// With the prometheus-operator (hack/kind/addon-prometheus-operator.sh):
+	// Prometheus scrapes the operator too, and RolisFailover fires for
+	// alertsFailoverWindow after a failover instead of 10 minutes, so that
+	// the alerts scenario sees it resolve.
+	if _, err := kubectl(30*time.Second, "get", "crd", "servicemonitors.monitoring.coreos.com"); err == nil {
+		args = append(args, "--set", "metrics.serviceMonitor.enabled=true", "--set", "alerts.failoverWindow="+alertsFailoverWindow,
+			"--set", "metrics.serviceMonitor.interval=10s")
+	}
 	out, err := helm(5*time.Minute, args...)
 	Expect(err).NotTo(HaveOccurred(), "helm upgrade --install: %s", out)
 	GinkgoWriter.Printf("operator installed in %v\n", time.Since(start).Round(time.Second))
@@ -186,17 +194,28 @@ func waitReady(ns, name string, limit time.Duration) *dbv1.RolisCluster {
 // spec.tls.enabled: false: the scenarios of replication, failover and
 // operations reach the members through plaintext port-forwards, with or
 // without cert-manager. The sample as users apply it (TLS by default) is
-// the security scenario's (applySampleAsIs).
-func applySample(ns string) {
+// the security scenario's (applySampleAsIs). changes edit the spec further.
+func applySample(ns string, changes ...func(spec map[string]any)) {
+	GinkgoHelper()
+	applySampleWith(ns, func(spec map[string]any) {
+		spec["tls"] = map[string]any{"enabled": false}
+		for _, change := range changes {
+			change(spec)
+		}
+	})
+}
+
+// applySampleWith applies config/samples in ns after change edited its spec.
+func applySampleWith(ns string, change func(spec map[string]any)) {
 	GinkgoHelper()
 	data, err := os.ReadFile(filepath.Join(E.Root, sampleFile))
 	Expect(err).NotTo(HaveOccurred())
 	obj := map[string]any{}
 	Expect(yaml.Unmarshal(data, &obj)).To(Succeed())
-	obj["spec"].(map[string]any)["tls"] = map[string]any{"enabled": false}
+	change(obj["spec"].(map[string]any))
 	out, err := yaml.Marshal(obj)
 	Expect(err).NotTo(HaveOccurred())
-	f := filepath.Join(GinkgoT().TempDir(), "sample-plaintext.yaml")
+	f := filepath.Join(GinkgoT().TempDir(), "sample.yaml")
 	Expect(os.WriteFile(f, out, 0o644)).To(Succeed())
 	must(time.Minute, "-n", ns, "apply", "-f", f)
 }

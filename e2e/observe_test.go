@@ -1,47 +1,20 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/url"
-	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
 
-// promQuery runs an instant query against the Prometheus of the monitoring
-// add-on (through the API server's service proxy) and returns the value of
-// each series by its pod label.
-func promQuery(q string) (map[string]float64, error) {
-	out, err := kubectl(30*time.Second, "get", "--raw",
-		"/api/v1/namespaces/monitoring/services/prometheus:9090/proxy/api/v1/query?query="+url.QueryEscape(q))
-	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, out)
-	}
-	var r struct {
-		Data struct {
-			Result []struct {
-				Metric map[string]string `json:"metric"`
-				Value  [2]any            `json:"value"`
-			} `json:"result"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		return nil, err
-	}
-	res := map[string]float64{}
-	for _, s := range r.Data.Result {
-		v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
-		res[s.Metric["pod"]] = v
-	}
-	return res, nil
-}
-
 var _ = Describe("Observability and tests of the chart", func() {
-	It("Prometheus scrapes every member and the commit counter moves under load", Label("monitoring"), func() {
+	It("Prometheus scrapes every member through the cluster's ServiceMonitor and the commit counter moves under load", Label("monitoring"), func() {
 		d := createSample("e2e-metrics")
+		// The cluster's ServiceMonitor, which the operator-managed
+		// Prometheus of the add-on reads.
+		must(30*time.Second, "-n", d.ns, "patch", "roliscluster", d.name, "--type=merge",
+			"-p", `{"spec":{"monitoring":{"enabled":true,"interval":"10s"}}}`)
 		q := fmt.Sprintf(`sum by (pod) (rolis_commits_total{namespace=%q})`, d.ns)
 		var before map[string]float64
 		Eventually(func(g Gomega) {

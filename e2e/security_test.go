@@ -2,7 +2,7 @@ package e2e
 
 // The Kubernetes half of the security model (docs/operations.md,
 // "Kubernetes security"): TLS by default, the NetworkPolicy enforced by
-// kube-network-policies (hack/kind/addon-network-policies.sh), and the
+// kube-router's firewall (hack/kind/addon-network-policies.sh), and the
 // operator's RBAC in both modes of the chart. Part of `make e2e-full`.
 
 import (
@@ -86,7 +86,7 @@ var _ = Describe("Security", Label("security"), Ordered, func() {
 	BeforeAll(func() {
 		_, err := kubectl(30*time.Second, "get", "crd", "certificates.cert-manager.io")
 		Expect(err).NotTo(HaveOccurred(), "cert-manager must be installed (hack/kind/addon-cert-manager.sh; make e2e-full does it)")
-		_, err = kubectl(30*time.Second, "-n", "kube-system", "get", "daemonset", "kube-network-policies")
+		_, err = kubectl(30*time.Second, "-n", "kube-system", "get", "daemonset", "kube-router")
 		Expect(err).NotTo(HaveOccurred(), "the NetworkPolicy enforcer must run (hack/kind/addon-network-policies.sh; make e2e-full does it)")
 		ns = newNamespace("e2e-sec")
 		Expect(must(30*time.Second, "get", "namespace", ns, "-o", "jsonpath={.metadata.labels}")).

@@ -26,10 +26,11 @@ case "${1:-quick}" in
 esac
 step "local cluster and images" "$KIND_DIR/ensure.sh"
 if [ -z "$filter" ]; then
-  # Every scenario: TLS needs cert-manager, the metrics ones Prometheus, the
-  # security ones the NetworkPolicy enforcer (idempotent: installed ones are
-  # left as they are).
-  for a in cert-manager monitoring network-policies; do step "add-on $a" "$KIND_DIR/addon-$a.sh"; done
+  # Every scenario: TLS needs cert-manager, the metrics and alerts ones the
+  # prometheus-operator and its Prometheus (first: cert-manager's
+  # ServiceMonitor needs its CRD), the security ones the NetworkPolicy
+  # enforcer (idempotent: installed ones are left as they are).
+  for a in prometheus-operator cert-manager network-policies; do step "add-on $a" "$KIND_DIR/addon-$a.sh"; done
 fi
 ensure_helm
 # The suite is compiled, then run as a program: its progress streams (go test

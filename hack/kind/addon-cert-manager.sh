@@ -60,7 +60,15 @@ install() {
   kubectl wait --for=condition=Established crd/clusterissuers.cert-manager.io crd/certificates.cert-manager.io \
     --timeout=60s >/dev/null
   kubectl create namespace "$NS" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  helm template cert-manager "$chart" -n "$NS" \
+  # Prometheus (addon-prometheus-operator.sh) scrapes cert-manager when it
+  # runs: the chart's RolisCertificateExpiring needs its metrics, with
+  # honorLabels so that namespace is the certificate's (docs/operations.md,
+  # "Dashboards and alerts").
+  local monitor=()
+  if kubectl get crd servicemonitors.monitoring.coreos.com >/dev/null 2>&1; then
+    monitor=(--set prometheus.servicemonitor.enabled=true --set prometheus.servicemonitor.honorLabels=true)
+  fi
+  helm template cert-manager "$chart" -n "$NS" "${monitor[@]}" \
     --set image.repository=local/cert-manager-controller --set image.tag="$V" \
     --set webhook.image.repository=local/cert-manager-webhook --set webhook.image.tag="$V" \
     --set cainjector.image.repository=local/cert-manager-cainjector --set cainjector.image.tag="$V" \

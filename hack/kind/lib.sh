@@ -108,13 +108,14 @@ kubectl() { "$K8S_BIN/kubectl" --context "kind-$KIND_CLUSTER" "$@"; }
 # that is not installed). BuildKit builds only the stages a target needs.
 docker_build() { DOCKER_BUILDKIT=1 /usr/bin/docker build "$@"; }
 
-# component_image TAG BINARY FROM [ENTRYPOINT] [USER]: an image with one
-# binary in /usr/local/bin (ENTRYPOINT non-empty: it is the entrypoint; USER: a
-# uid:gid, for pods that ask runAsNonRoot).
+# component_image TAG BINARY FROM [ENTRYPOINT] [USER] [DIR]: an image with one
+# binary in DIR (default /usr/local/bin; ENTRYPOINT non-empty: it is the
+# entrypoint; USER: a uid:gid, for pods that ask runAsNonRoot).
 component_image() {
-  local tag="$1" bin="$2" from="$3" ep="${4:-}" user="${5:-}"
+  local tag="$1" bin="$2" from="$3" ep="${4:-}" user="${5:-}" dir="${6:-/usr/local/bin}"
   # Skip the build when the image already holds this binary on this base.
-  local key; key=$( { sha256sum <"$bin"; echo "$from $ep $user"; docker image inspect -f '{{.Id}}' "$from" 2>/dev/null || true; } | sha256sum | cut -c1-16)
+  local key; key=$( { sha256sum <"$bin"; echo "$from $ep $user"; [ "$dir" = /usr/local/bin ] || echo "$dir"
+    docker image inspect -f '{{.Id}}' "$from" 2>/dev/null || true; } | sha256sum | cut -c1-16)
   if [ "$(docker image inspect -f '{{index .Config.Labels "io.rolis.inputs"}}' "$tag" 2>/dev/null || true)" = "$key" ]; then
     info "image $tag up to date"; return
   fi
@@ -122,9 +123,9 @@ component_image() {
   mkdir -p "$ctx"; cp -f "$bin" "$ctx/"
   {
     echo "FROM $from"
-    echo "COPY $(basename "$bin") /usr/local/bin/$(basename "$bin")"
+    echo "COPY $(basename "$bin") $dir/$(basename "$bin")"
     echo "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    [ -z "$ep" ] || echo "ENTRYPOINT [\"/usr/local/bin/$(basename "$bin")\"]"
+    [ -z "$ep" ] || echo "ENTRYPOINT [\"$dir/$(basename "$bin")\"]"
     [ -z "$user" ] || echo "USER $user"
     echo "LABEL io.rolis.inputs=$key"
   } >"$ctx/Dockerfile"

@@ -2,16 +2,16 @@
 # One command from a fresh machine to a running local Kubernetes cluster
 # (`make kind-up`): Docker daemon, base images, Kind node image, a cluster of
 # 1 control plane + 3 workers with pod networking and node-local storage,
-# then the add-ons (cert-manager, Prometheus, the NetworkPolicy enforcer
-# kube-network-policies). Every step is idempotent and
+# then the add-ons (cert-manager, the prometheus-operator with a Prometheus,
+# the NetworkPolicy enforcer kube-router). Every step is idempotent and
 # cached ($ROLIS_CACHE, default ~/.cache/rolis): the first run builds
 # Kubernetes, etcd and coredns from Go module sources (about 40 minutes on 2
 # busy cores), later runs take seconds to a minute or two.
-#   KIND_CLUSTER=rolis KIND_WORKERS=3 KIND_ADDONS="cert-manager monitoring" KIND_SMOKE=1
+#   KIND_CLUSTER=rolis KIND_WORKERS=3 KIND_ADDONS="cert-manager prometheus-operator" KIND_SMOKE=1
 # (KIND_ADDONS="" KIND_SMOKE=0: the cluster alone, as the quick e2e subset
 # needs it; the add-ons build from source the first time.)
 source "$(dirname "$0")/lib.sh"
-KIND_ADDONS="${KIND_ADDONS-cert-manager monitoring network-policies}"
+KIND_ADDONS="${KIND_ADDONS-prometheus-operator cert-manager network-policies}"
 KIND_SMOKE="${KIND_SMOKE:-1}"
 
 step "Docker daemon" "$KIND_DIR/docker-up.sh"
