@@ -25,19 +25,43 @@ wait_ready() {
 step "waiting until $NAME is Ready (members up, leader elected)" wait_ready
 
 # rolisctl in a pod of the tools image, through the client Service (which
-# selects the leader), then the status of every member through the admin port.
+# selects the leader), then the status of every member through the admin
+# port. With TLS (the default where cert-manager runs) the pod mounts the
+# cluster's client certificate and names the Services by the names the
+# members' certificate carries.
 load() {
-  local pod=rolisctl-main
+  local pod=rolisctl-main tls="" mode
+  mode=$(kubectl -n "$NS" get roliscluster "$NAME" -o jsonpath='{.metadata.annotations.db\.rolis\.io/tls-mode}')
+  [ "$mode" != mutual ] || tls="--tls-ca=/etc/rolis/tls/ca.crt --tls-cert=/etc/rolis/tls/tls.crt --tls-key=/etc/rolis/tls/tls.key"
+  echo "    members speak ${mode:-plaintext}" >&2
   kubectl -n "$NS" delete pod "$pod" --ignore-not-found --wait=true >/dev/null
-  kubectl -n "$NS" run "$pod" --restart=Never --image="rolis/rolis-tools:$TAG" --image-pull-policy=IfNotPresent \
-    --command -- /bin/bash -ec "
-      ctl() { rolisctl --endpoint=$NAME:7000 \"\$@\"; }
+  local script="
+      ctl() { rolisctl $tls --endpoint=$NAME.$NS.svc:7000 \"\$@\"; }
       echo '\$ rolisctl put greeting hello; rolisctl get greeting'
       ctl put greeting hello; ctl get greeting
       echo '\$ rolisctl bench --workload=ycsbpp --seconds=5 --keys=10000'
       ctl bench --workload=ycsbpp --seconds=5 --warmup=1 --keys=10000 --json | tail -n 12
       echo '\$ rolisctl status (admin port of member 1; it reports the others)'
-      rolisctl --endpoint=$NAME-1.$NAME-peers:7001 status" >/dev/null
+      rolisctl $tls --endpoint=$NAME-1.$NAME-peers.$NS.svc:7001 status"
+  local volumes="" mounts=""
+  if [ -n "$tls" ]; then
+    volumes="volumes: [{name: tls, secret: {secretName: $NAME-client-tls}}]"
+    mounts="volumeMounts: [{name: tls, mountPath: /etc/rolis/tls, readOnly: true}]"
+  fi
+  kubectl -n "$NS" apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $pod}
+spec:
+  restartPolicy: Never
+  $volumes
+  containers:
+  - name: rolisctl
+    image: rolis/rolis-tools:$TAG
+    imagePullPolicy: IfNotPresent
+    command: [/bin/bash, -ec, $(printf '%s' "$script" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')]
+    $mounts
+YAML
   local phase=""
   for _ in $(seq 180); do
     phase=$(kubectl -n "$NS" get pod "$pod" -o jsonpath='{.status.phase}' 2>/dev/null || true)
