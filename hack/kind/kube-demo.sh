@@ -25,8 +25,7 @@ wait_ready() {
 step "waiting until $NAME is Ready (members up, leader elected)" wait_ready
 
 # rolisctl in a pod of the tools image, through the client Service (which
-# selects the leader), then the status of every member through the admin
-# port. With TLS (the default where cert-manager runs) the pod mounts the
+# selects the leader). With TLS (the default where cert-manager runs) the pod mounts the
 # cluster's client certificate and names the Services by the names the
 # members' certificate carries.
 load() {
@@ -40,9 +39,7 @@ load() {
       echo '\$ rolisctl put greeting hello; rolisctl get greeting'
       ctl put greeting hello; ctl get greeting
       echo '\$ rolisctl bench --workload=ycsbpp --seconds=5 --keys=10000'
-      ctl bench --workload=ycsbpp --seconds=5 --warmup=1 --keys=10000 --json | tail -n 12
-      echo '\$ rolisctl status (admin port of member 1; it reports the others)'
-      rolisctl $tls --endpoint=$NAME-1.$NAME-peers.$NS.svc:7001 status"
+      ctl bench --workload=ycsbpp --seconds=5 --warmup=1 --keys=10000 --json | tail -n 12"
   local volumes="" mounts=""
   if [ -n "$tls" ]; then
     volumes="volumes: [{name: tls, secret: {secretName: $NAME-client-tls}}]"
@@ -73,6 +70,10 @@ YAML
   [ "$phase" = Succeeded ] || die "the rolisctl pod ended $phase"
 }
 step "a short load with rolisctl through the client Service" load
+# The members' admin ports take only the operator's namespace (the
+# NetworkPolicy, docs/operations.md "Kubernetes security"): the status of
+# every member comes from the operator, through the kubectl plugin.
+step "kubectl rolis status $NAME" "$ROOT/bin/kubectl-rolis" --context "kind-$KIND_CLUSTER" -n "$NS" status "$NAME"
 step "kubectl get rolisclusters" kubectl -n "$NS" get rolisclusters -o wide
 step "kubectl get pods" kubectl -n "$NS" get pods -l app.kubernetes.io/instance="$NAME" -L role -o wide
 total_time
