@@ -18,21 +18,6 @@ import (
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
-const renewCluster = `apiVersion: db.rolis.io/v1alpha1
-kind: RolisCluster
-metadata:
-  name: rolis-renew
-spec:
-  replicas: 3
-  image: rolis/rolisd:0.1.0
-  storage:
-    size: 256Mi
-  tls:
-    issuerRef:
-      kind: ClusterIssuer
-      name: rolis-ca
-`
-
 // servedCertificate is the serial of the certificate a member serves on its
 // client port (through the port-forward at addr), verified against files'
 // CA, with the client certificate of files.
@@ -68,7 +53,7 @@ var _ = Describe("Certificate renewal", Label("security"), func() {
 		ns := newNamespace("e2e-renew")
 		dir := GinkgoT().TempDir()
 		f := filepath.Join(dir, "cluster.yaml")
-		Expect(os.WriteFile(f, []byte(renewCluster), 0o644)).To(Succeed())
+		Expect(os.WriteFile(f, []byte(issuerTLSCluster("rolis-renew")), 0o644)).To(Succeed())
 		must(time.Minute, "-n", ns, "apply", "-f", f)
 		c := waitReady(ns, "rolis-renew", 5*time.Minute)
 		pods := podNames("rolis-renew", 3)

@@ -14,10 +14,13 @@ import (
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
-const tlsCluster = `apiVersion: db.rolis.io/v1alpha1
+// issuerTLSCluster is a 3-member RolisCluster named name whose certificates
+// come from the cert-manager add-on's rolis-ca ClusterIssuer.
+func issuerTLSCluster(name string) string {
+	return `apiVersion: db.rolis.io/v1alpha1
 kind: RolisCluster
 metadata:
-  name: rolis-tls
+  name: ` + name + `
 spec:
   replicas: 3
   image: rolis/rolisd:0.1.0
@@ -28,6 +31,7 @@ spec:
       kind: ClusterIssuer
       name: rolis-ca
 `
+}
 
 // secretFiles writes the keys of a Secret into dir; it returns their paths.
 func secretFiles(ns, name, dir string) map[string]string {
@@ -51,7 +55,7 @@ var _ = Describe("TLS with cert-manager", Label("tls"), func() {
 		ns := newNamespace("e2e-tls")
 		dir := GinkgoT().TempDir()
 		f := filepath.Join(dir, "cluster.yaml")
-		Expect(os.WriteFile(f, []byte(tlsCluster), 0o644)).To(Succeed())
+		Expect(os.WriteFile(f, []byte(issuerTLSCluster("rolis-tls")), 0o644)).To(Succeed())
 		must(time.Minute, "-n", ns, "apply", "-f", f)
 		c := waitReady(ns, "rolis-tls", 5*time.Minute)
 		GinkgoWriter.Println("rolis-tls:", describe(c))
