@@ -49,6 +49,9 @@ CtxPtr LoadContext(const TlsFiles& f, bool server, std::string* error) {
   // Both sides present a certificate and verify the other's.
   SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Read what the socket holds in one read(2), not a record header and body
+  // apiece (ReadSome then hands back every whole record it holds).
+  SSL_CTX_set_read_ahead(ctx.get(), 1);
   return ctx;
 }
 
@@ -103,35 +106,54 @@ class TlsStream final : public ByteStream {
     }
   }
 
+  // The parts are gathered into one buffer and written by one SSL_write:
+  // a frame is several parts (FrameConn::WriteFrame) and a group of replies
+  // two per frame, and a record per part made every part a record, a send
+  // and a take of the lock the reader also holds (docs/replication.md,
+  // "Security": TLS on the accept stream).
   bool WriteAll(const iovec* parts, int n) override {
-    for (int i = 0; i < n; i++) {
-      const char* p = static_cast<const char*>(parts[i].iov_base);
-      size_t left = parts[i].iov_len;
-      while (left > 0) {
-        std::unique_lock<std::mutex> lk(mu_);
-        if (dead_) return false;
-        ERR_clear_error();
-        const int rc = SSL_write(ssl_, p, static_cast<int>(std::min<size_t>(left, 1 << 30)));
-        if (rc > 0) {
-          p += rc;
-          left -= static_cast<size_t>(rc);
-          continue;
-        }
-        const int e = SSL_get_error(ssl_, rc);
-        lk.unlock();
-        if (!WaitToRetry(e, -1)) return false;
+    std::lock_guard<std::mutex> w(write_mu_);  // out_ is the writer's
+    out_.clear();
+    for (int i = 0; i < n; i++) out_.append(static_cast<const char*>(parts[i].iov_base), parts[i].iov_len);
+    const char* p = out_.data();
+    size_t left = out_.size();
+    while (left > 0) {
+      std::unique_lock<std::mutex> lk(mu_);
+      if (dead_) return false;
+      ERR_clear_error();
+      const int rc = SSL_write(ssl_, p, static_cast<int>(std::min<size_t>(left, 1 << 30)));
+      if (rc > 0) {
+        p += rc;
+        left -= static_cast<size_t>(rc);
+        continue;
       }
+      const int e = SSL_get_error(ssl_, rc);
+      lk.unlock();
+      if (!WaitToRetry(e, -1)) return false;
     }
+    if (out_.capacity() > kKeptWriteBuffer) std::string().swap(out_);
     return true;
   }
 
+  // As many bytes as are decrypted or buffered (read-ahead) up to len, so
+  // that one call takes a group of frames, as read(2) does on a plain socket
+  // (the accept stream groups the frames it finds buffered).
   size_t ReadSome(char* buf, size_t len) override {
     for (;;) {
       std::unique_lock<std::mutex> lk(mu_);
       if (dead_) return 0;
       ERR_clear_error();
       const int rc = SSL_read(ssl_, buf, static_cast<int>(std::min<size_t>(len, 1 << 30)));
-      if (rc > 0) return static_cast<size_t>(rc);
+      if (rc > 0) {
+        size_t got = static_cast<size_t>(rc);
+        while (got < len && SSL_has_pending(ssl_)) {
+          ERR_clear_error();
+          const int more = SSL_read(ssl_, buf + got, static_cast<int>(std::min<size_t>(len - got, 1 << 30)));
+          if (more <= 0) break;  // a partial record: the next call waits for it
+          got += static_cast<size_t>(more);
+        }
+        return got;
+      }
       const int e = SSL_get_error(ssl_, rc);
       lk.unlock();
       if (!WaitToRetry(e, -1)) return 0;
@@ -164,10 +186,14 @@ class TlsStream final : public ByteStream {
     }
   }
 
+  static constexpr size_t kKeptWriteBuffer = size_t{1} << 20;
+
   int fd_;
   SSL* ssl_;
   std::mutex mu_;  // one OpenSSL call at a time
   bool dead_ = false;
+  std::mutex write_mu_;  // one writer at a time owns out_
+  std::string out_;
 };
 
 // The URI SANs and the subject of the peer's certificate (after a handshake

@@ -341,6 +341,33 @@ TEST_F(AcceptStreamTls, MembersOfTheClusterCAExchangeFrames) {
   }
 }
 
+// A group of frames written at once reaches the reader in one read, as on a
+// plain socket: the accept stream answers the frames it finds buffered as
+// one group (one sync wait, one write). One TLS record per part, read one
+// record per call, made every frame its own group.
+TEST_F(AcceptStreamTls, AGroupOfFramesArrivesInOneRead) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const StreamSecurity member = Security("ca", "member");
+  std::unique_ptr<ByteStream> server;
+  std::string server_error, client_error;
+  std::thread accept([&] { server = member.server(fds[0], &server_error); });
+  std::unique_ptr<ByteStream> client = member.client(fds[1], "127.0.0.1", &client_error);
+  accept.join();
+  ASSERT_TRUE(server) << server_error;
+  ASSERT_TRUE(client) << client_error;
+  FrameConn writer(std::move(client), kMaxFrame), reader(std::move(server), kMaxFrame);
+  std::vector<std::string> frames;
+  for (int i = 0; i < 20; i++) frames.push_back("frame " + std::to_string(i));
+  ASSERT_TRUE(writer.WriteFrames(frames));  // all on the socket before the first read
+  std::string_view got;
+  ASSERT_TRUE(reader.ReadFrameView(&got));
+  EXPECT_EQ(got, "frame 0");
+  int buffered = 0;
+  while (reader.HasBufferedFrame() && reader.ReadFrameView(&got)) buffered++;
+  EXPECT_EQ(buffered, 19) << "frames read with the first one";
+}
+
 TEST_F(AcceptStreamTls, CallersWithoutTheClustersCertificateAreNotServed) {
   EchoServer s(Security("ca", "member"));
   // Plaintext: the server's handshake fails on the preface.
