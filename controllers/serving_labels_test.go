@@ -8,6 +8,8 @@ package controllers
 
 import (
 	"context"
+	"slices"
+	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -55,3 +57,17 @@ var _ = Describe("The serving label of member pods", func() {
 		Eventually(serving(1)).Should(Equal(specs.ServingTrue))
 	})
 })
+
+// The read Service's selector narrows to serving=true only after the pods
+// carry the label: a member of a cluster made without it keeps taking
+// reads through the operator's upgrade.
+func TestServingLabelsComeBeforeTheServices(t *testing.T) {
+	var names []string
+	for _, st := range (&Reconciler{}).steps() {
+		names = append(names, st.name)
+	}
+	labels, services := slices.Index(names, "serving labels"), slices.Index(names, "services")
+	if labels < 0 || services < 0 || labels > services {
+		t.Fatalf("steps %v: the serving labels step must come before the services step", names)
+	}
+}
