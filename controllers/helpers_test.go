@@ -123,6 +123,24 @@ func podRoles(ctx context.Context, c *dbv1.RolisCluster) func() map[string]strin
 	}
 }
 
+// readServicePods lists the pods the read Service selects, as its
+// EndpointSlice controller would (envtest runs none): the cluster's pods
+// that carry every label of the Service's selector.
+func readServicePods(ctx context.Context, c *dbv1.RolisCluster) func() []string {
+	return func() []string {
+		svc := &corev1.Service{}
+		Expect(k8s.Get(ctx, byKey(c.Namespace, specs.ReadServiceName(c)), svc)).To(Succeed())
+		Expect(svc.Spec.Selector).NotTo(BeEmpty())
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(c.Namespace), client.MatchingLabels(svc.Spec.Selector))).To(Succeed())
+		out := []string{}
+		for _, p := range pods.Items {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+}
+
 // eventReasons lists the reasons of the events about a cluster.
 func eventReasons(ctx context.Context, c *dbv1.RolisCluster) func() []string {
 	return func() []string {

@@ -135,6 +135,8 @@ var _ = Describe("Fencing against real rolisd processes", Label("rolisd"), func(
 		}
 		w := startLedgerLoad(ctx, procs.ClientAddrs(), 47)
 		Eventually(w.Acked, "20s").Should(BeNumerically(">", 50))
+		all := []string{specs.PodName(c, 1), specs.PodName(c, 2), specs.PodName(c, 3)}
+		Eventually(readServicePods(ctx, c)).Should(ConsistOf(all), "every member takes reads")
 
 		By("fence the leader: a switchover first, then its removal")
 		Expect(updateCluster(ctx, c, func(c *dbv1.RolisCluster) { c.Spec.FencedMembers = []int32{int32(leader)} })).To(Succeed())
@@ -149,6 +151,11 @@ var _ = Describe("Fencing against real rolisd processes", Label("rolisd"), func(
 		Eventually(condition(ctx, c, dbv1.ConditionFenced), "30s").Should(HavePrefix("True/" + ReasonFenced))
 		Eventually(func() []int32 { return getCluster(ctx, c).Status.FencedMembers }).Should(Equal([]int32{int32(leader)}))
 		Eventually(func() string { return podRoles(ctx, c)()[specs.PodName(c, int32(leader))] }).Should(Equal(specs.RoleFenced))
+		var serving []string
+		for _, id := range rest {
+			serving = append(serving, specs.PodName(c, id))
+		}
+		Eventually(readServicePods(ctx, c)).Should(ConsistOf(serving), "the read Service leaves the fenced member out")
 		acked := w.Acked()
 		Eventually(w.Acked, "20s").Should(BeNumerically(">", acked+20), "writes go on with two voters")
 
@@ -164,6 +171,7 @@ var _ = Describe("Fencing against real rolisd processes", Label("rolisd"), func(
 		Eventually(membership, "60s").Should(Equal(specs.MemberIDs(3)))
 		Eventually(condition(ctx, c, dbv1.ConditionFenced), "30s").Should(HavePrefix("False/" + ReasonNoneFenced))
 		Eventually(func() string { return podRoles(ctx, c)()[specs.PodName(c, int32(leader))] }).Should(Equal(specs.RoleFollower))
+		Eventually(readServicePods(ctx, c)).Should(ConsistOf(all), "the read Service takes the unfenced member back")
 		Eventually(condition(ctx, c, dbv1.ConditionReady), "60s").Should(HavePrefix("True/"))
 		checkLedgerOnLeader(ctx, c, procs, w)
 	})

@@ -202,6 +202,7 @@ func (r *Reconciler) steps() []step {
 		{"tls mode", r.resolveTLSMode},
 		{"config", r.reconcileConfig},
 		{"certificates", r.reconcileCertificates},
+		{"serving labels", r.labelNewPods},
 		{"services", r.reconcileServices},
 		{"network policy", r.reconcileNetworkPolicy},
 		{"statefulset", r.reconcileStatefulSet},

@@ -519,7 +519,9 @@ func (r *Reconciler) labelOnOpen(ctx context.Context, s *state, id int32) func()
 // configuration): followers first, so that two pods never carry the
 // leader label at once (for a moment none does). Clients of a deposed
 // leader that still reach it are refused by the epoch fence, not by the
-// label.
+// label. In the same patch it keeps the serving label (the read Service's
+// selector): "false" on a member spec.fencedMembers fences, from the
+// moment the fence is accepted, "true" on every other.
 func (r *Reconciler) moveLeaderLabel(ctx context.Context, s *state, leaderID int32) error {
 	var leaderPod *corev1.Pod
 	for id, p := range s.pods {
@@ -531,7 +533,7 @@ func (r *Reconciler) moveLeaderLabel(ctx context.Context, s *state, leaderID int
 		if s.fencedOut(id) {
 			role = specs.RoleFenced
 		}
-		if err := r.setRole(ctx, p, role); err != nil {
+		if err := r.setLabels(ctx, p, role, !s.fence.fenced[id]); err != nil {
 			return err
 		}
 	}
@@ -542,19 +544,7 @@ func (r *Reconciler) moveLeaderLabel(ctx context.Context, s *state, leaderID int
 		r.event(s.cluster, corev1.EventTypeNormal, ReasonLeaderLabelMoved, "Label",
 			"%s=%s moved to %s", specs.LabelRole, specs.RoleLeader, leaderPod.Name)
 	}
-	return r.setRole(ctx, leaderPod, specs.RoleLeader)
-}
-
-func (r *Reconciler) setRole(ctx context.Context, p *corev1.Pod, role string) error {
-	if p.Labels[specs.LabelRole] == role {
-		return nil
-	}
-	patch := client.MergeFrom(p.DeepCopy())
-	if p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	p.Labels[specs.LabelRole] = role
-	return client.IgnoreNotFound(r.Patch(ctx, p, patch))
+	return r.setLabels(ctx, leaderPod, specs.RoleLeader, true)
 }
 
 func logKey(k *rolisv1.LogKey) *dbv1.LogKey {

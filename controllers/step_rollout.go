@@ -33,7 +33,16 @@ func (r *Reconciler) reconcileRollout(ctx context.Context, s *state) (outcome, e
 	c := s.cluster
 	if r := s.mem.restarting; r != nil {
 		p, m := s.pods[r.id], s.member(r.id)
-		if p == nil || p.UID == r.uid || m == nil || !m.Ready || !m.Reachable() {
+		replaced := p != nil && p.UID != r.uid && m != nil
+		switch {
+		case replaced && m.Ready && m.Reachable():
+		case replaced && m.Outdated:
+			// The replacement runs a revision the spec has moved past: it
+			// came up broken (the pods step says why) and the spec was
+			// changed again. PlanRollout replaces it while it is down.
+		default:
+			// Also when the replacement cannot run: the rollout stops at
+			// the first broken pod, so the other members keep serving.
 			s.progressing(ReasonRollingRestart, fmt.Sprintf("waiting for %s to come back", specs.PodName(c, r.id)))
 			return proceed, nil
 		}

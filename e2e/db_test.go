@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -181,4 +182,19 @@ func (d *database) saveHistory() {
 	if d.w.WriteHistory(f) == nil {
 		GinkgoWriter.Printf("history of the workload (call ms, return ms, operation): %s\n", p)
 	}
+}
+
+// readEndpoints lists the ready pods of the read Service's EndpointSlices
+// (the EndpointSlice controller's view of its selector).
+func (d *database) readEndpoints() []string {
+	GinkgoHelper()
+	out := must(30*time.Second, "-n", d.ns, "get", "endpointslices", "-l", "kubernetes.io/service-name="+d.name+"-read",
+		"-o", `jsonpath={range .items[*].endpoints[*]}{.targetRef.name} {.conditions.ready}{"\n"}{end}`)
+	pods := []string{}
+	for _, line := range strings.Split(out, "\n") {
+		if pod, ready, ok := strings.Cut(strings.TrimSpace(line), " "); ok && ready == "true" {
+			pods = append(pods, pod)
+		}
+	}
+	return pods
 }

@@ -153,6 +153,14 @@ var _ = Describe("Day 2 with kubectl rolis", Ordered, Label("plugin", "day2"), f
 			g.Expect(st.GetMembers()).To(HaveLen(len(d.pods) - 1))
 		})
 		Expect(must(30*time.Second, "-n", d.ns, "get", "pod", follower, "-o", "jsonpath={.metadata.labels.role}")).To(Equal("fenced"))
+		var others []string
+		for _, p := range d.pods {
+			if p != follower {
+				others = append(others, p)
+			}
+		}
+		Eventually(d.readEndpoints).WithTimeout(time.Minute).WithPolling(time.Second).Should(ConsistOf(others),
+			"the read Service sends no reads to the fenced member")
 		d.writesFlowing(30 * time.Second)
 		mustPlugin(time.Minute, "-n", d.ns, "unfence", d.name, follower)
 		waitCluster(d.ns, d.name, 3*time.Minute, time.Second, func(g Gomega, c *dbv1.RolisCluster) {
@@ -162,6 +170,8 @@ var _ = Describe("Day 2 with kubectl rolis", Ordered, Label("plugin", "day2"), f
 			g.Expect(st.GetMembers()).To(HaveLen(len(d.pods)))
 		})
 		waitReady(d.ns, d.name, 3*time.Minute)
+		Eventually(d.readEndpoints).WithTimeout(time.Minute).WithPolling(time.Second).Should(ConsistOf(d.pods),
+			"the unfenced member takes reads again")
 	})
 
 	It("restart restarts every member, followers first, the old leader after a switchover", func() {

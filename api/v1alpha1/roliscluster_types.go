@@ -187,7 +187,8 @@ type RolisClusterSpec struct {
 	// serving without deleting them: the operator removes each from the
 	// voting configuration, one at a time, through the leader's
 	// ChangeMembership (switching over first when it leads), and labels its
-	// pod role=fenced, out of the client and read Services. A fence that
+	// pod role=fenced, out of the client Service, and db.rolis.io/serving=false,
+	// out of the read Service (from the moment the fence is accepted). A fence that
 	// would leave fewer voters than a majority of the cluster is refused
 	// (condition Fenced, reason FenceRefused). Removing an id unfences: the
 	// leader adds the member back, sending it the log it missed (or a

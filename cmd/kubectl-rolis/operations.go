@@ -114,7 +114,8 @@ func newFenceCmd(o *kubeOptions, fence bool) *cobra.Command {
 		Short: short,
 		Long: `fence adds MEMBER to spec.fencedMembers: the operator removes it from the
 voting configuration (a switchover first when it leads) and labels its pod
-role=fenced. A fence that would leave fewer voters than a majority of the
+role=fenced and db.rolis.io/serving=false: out of the client and read
+Services. A fence that would leave fewer voters than a majority of the
 cluster is refused (condition Fenced, reason FenceRefused). unfence
 removes it from the list: the member is added back.`,
 		Args: cobra.ExactArgs(2),

@@ -208,7 +208,12 @@ func find(members []Member, id int32) *Member {
 // (highest ordinal first), the leader last after a switchover to an updated
 // member, so the cluster loses at most one member at a time and the leader
 // changes once. It only acts on a settled cluster: the leader serving and
-// every member ready, reachable and not already restarting.
+// every member ready, reachable and not already restarting. One exception:
+// an outdated follower that is down (not ready, not answering) is replaced
+// first. It serves nothing, so its restart costs nothing, and it is the pod
+// a rollout of a broken revision (an image that does not exist, a flag
+// rolisd refuses) stopped at: the revision of the repaired spec must reach
+// it, or the rollout would wait for it forever.
 func PlanRollout(members []Member, leaderID int32, leaderServing bool) Action {
 	var outdated []*Member
 	for i := range members {
@@ -226,13 +231,18 @@ func PlanRollout(members []Member, leaderID int32, leaderServing bool) Action {
 	if !leaderServing {
 		return Action{Kind: Wait, Reason: "rolling restart waits for a serving leader"}
 	}
+	sort.Slice(outdated, func(i, j int) bool { return outdated[i].ID > outdated[j].ID })
+	for _, m := range outdated {
+		if m.ID != leaderID && !m.Ready && !m.Reachable() {
+			return Action{Kind: DeletePod, ID: m.ID, Reason: fmt.Sprintf("replace follower %s, down on an older revision, with the new revision", m.Pod)}
+		}
+	}
 	for i := range members {
 		m := &members[i]
 		if !m.Ready || !m.Reachable() {
 			return Action{Kind: Wait, ID: m.ID, Reason: fmt.Sprintf("rolling restart waits for %s to be ready", m.Pod)}
 		}
 	}
-	sort.Slice(outdated, func(i, j int) bool { return outdated[i].ID > outdated[j].ID })
 	for _, m := range outdated {
 		if m.ID != leaderID {
 			return Action{Kind: DeletePod, ID: m.ID, Reason: fmt.Sprintf("restart follower %s with the new revision", m.Pod)}

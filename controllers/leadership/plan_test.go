@@ -144,6 +144,38 @@ func TestPlanRolloutWaitsForASettledCluster(t *testing.T) {
 	g.Expect(PlanRollout(m, 1, true).Kind).To(Equal(Wait))
 }
 
+func TestPlanRolloutReplacesADownOutdatedFollowerFirst(t *testing.T) {
+	g := NewWithT(t)
+	m := members(3)
+	// The rollout of a broken revision stopped at member 3: its pod does
+	// not run, and the repaired spec made it the only outdated one.
+	m[2].Outdated, m[2].Ready, m[2].Status, m[2].Err = true, false, nil, errors.New("down")
+	a := PlanRollout(m, 1, true)
+	g.Expect(a.Kind).To(Equal(DeletePod), a.Reason)
+	g.Expect(a.ID).To(Equal(int32(3)))
+
+	// An outdated follower that answers but is not ready (catching up) is
+	// waited for.
+	m[2].Status, m[2].Err = m[1].Status, nil
+	g.Expect(PlanRollout(m, 1, true).Kind).To(Equal(Wait))
+
+	// A down follower on the current revision is waited for: the rollout
+	// stops at a broken pod.
+	m[2].Outdated, m[2].Status, m[2].Err = false, nil, errors.New("down")
+	m[1].Outdated = true
+	a = PlanRollout(m, 1, true)
+	g.Expect(a.Kind).To(Equal(Wait))
+	g.Expect(a.Reason).To(ContainSubstring("db-3"))
+
+	// A down leader is never restarted by the rollout, nor anything without
+	// a serving leader.
+	m[1].Outdated = false
+	m[0].Outdated, m[0].Ready, m[0].Status, m[0].Err = true, false, nil, errors.New("down")
+	g.Expect(PlanRollout(m, 1, true).Kind).To(Equal(Wait))
+	m[0].Outdated, m[2].Outdated = false, true
+	g.Expect(PlanRollout(m, 1, false).Kind).To(Equal(Wait))
+}
+
 func TestPlanRolloutOfASingleMemberRestartsIt(t *testing.T) {
 	g := NewWithT(t)
 	m := members(1)

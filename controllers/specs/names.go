@@ -50,6 +50,11 @@ const (
 	LabelPodIndex = "apps.kubernetes.io/pod-index"
 	// LabelService tells the cluster's Services apart (ServiceMonitor selects it).
 	LabelService = "db.rolis.io/service"
+	// LabelServing says whether a member pod takes reads through the read
+	// Service, which selects ServingTrue: the operator keeps it beside
+	// LabelRole, "false" on a fenced member (a Service selector cannot say
+	// role!=fenced).
+	LabelServing = "db.rolis.io/serving"
 
 	AppName   = "rolis"
 	ManagedBy = "rolis-operator"
@@ -60,6 +65,10 @@ const (
 	// RoleFenced marks the pod of a fenced member (spec.fencedMembers), so
 	// that the client Service does not select it.
 	RoleFenced = "fenced"
+
+	// Values of LabelServing.
+	ServingTrue  = "true"
+	ServingFalse = "false"
 
 	// AnnotationConfigHash on the pod template is the hash of the engine
 	// settings; a change makes a new StatefulSet revision (rolled by the
@@ -114,7 +123,7 @@ func HeadlessServiceName(c *dbv1.RolisCluster) string { return c.Name + "-peers"
 // ClientServiceName selects the leader.
 func ClientServiceName(c *dbv1.RolisCluster) string { return c.Name }
 
-// ReadServiceName selects every ready member, for follower reads.
+// ReadServiceName selects every ready serving member, for follower reads.
 func ReadServiceName(c *dbv1.RolisCluster) string { return c.Name + "-read" }
 
 // ConfigMapName holds the engine settings and the peer list.

@@ -72,16 +72,20 @@ func ClientService(c *dbv1.RolisCluster) *corev1.Service {
 	}
 }
 
-// ReadService spreads read-only transactions over every ready member
-// (followers serve them at their replayed watermark).
+// ReadService spreads read-only transactions over every ready serving
+// member (followers serve them at their replayed watermark): it selects the
+// pods labelled serving=true, which the operator keeps on every member but a
+// fenced one.
 func ReadService(c *dbv1.RolisCluster) *corev1.Service {
 	meta := objectMeta(c, ReadServiceName(c))
 	meta.Labels[LabelService] = ServiceRead
+	sel := SelectorLabels(c)
+	sel[LabelServing] = ServingTrue
 	return &corev1.Service{
 		ObjectMeta: meta,
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeClusterIP,
-			Selector: SelectorLabels(c),
+			Selector: sel,
 			Ports:    []corev1.ServicePort{servicePort(ClientPortName, ClientPort)},
 		},
 	}

@@ -281,7 +281,8 @@ func TestServicesSelectTheRightPods(t *testing.T) {
 	g := NewWithT(t)
 	c := sample()
 	g.Expect(ClientService(c).Spec.Selector).To(Equal(map[string]string{LabelName: AppName, LabelInstance: "db", LabelRole: RoleLeader}))
-	g.Expect(ReadService(c).Spec.Selector).To(Equal(SelectorLabels(c)))
+	g.Expect(ReadService(c).Spec.Selector).To(Equal(map[string]string{LabelName: AppName, LabelInstance: "db", LabelServing: ServingTrue}),
+		"a fenced member (serving=false) takes no reads")
 	h := HeadlessService(c)
 	g.Expect(h.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 	g.Expect(h.Spec.PublishNotReadyAddresses).To(BeTrue(), "peers must resolve each other before they are ready")
