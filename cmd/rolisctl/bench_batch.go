@@ -19,59 +19,114 @@ type benchBatch struct {
 	left     int // replies still expected
 }
 
-// batchWorker keeps o.pipeline transactions in flight on one
-// ExecuteBatchStream, o.batch transactions per stream message. The requests
-// are built in place and reused once sent; a batch's bookkeeping is reused
-// once all its replies are in.
-func batchWorker(ctx context.Context, c *client.Client, gn txnSource, o benchOptions,
-	deadline time.Time, measuring *atomic.Bool, s *workerStats) {
-	p, err := c.NewBatchPipeline(ctx, client.PipelineOptions{MaxInFlight: o.pipeline})
-	if err != nil {
-		s.errors.Add(1)
-		s.firstErr = err
-		return
+// streamRun is what a pipelined or batched worker's streams share: the
+// client, the run's deadline, and how to go on after a stream broke
+// (bench_follow.go).
+type streamRun struct {
+	c         *client.Client
+	o         benchOptions
+	deadline  time.Time
+	measuring *atomic.Bool
+	f         *follower
+	// stall: a stream that answers nothing for this long while
+	// transactions wait is given up (a member cut off without a reset).
+	stall time.Duration
+}
+
+// follow runs session on one stream after another until the deadline:
+// session returns the stream's address and whether it served anything.
+func (r *streamRun) follow(ctx context.Context, s *workerStats, session func(ctx context.Context) (string, bool, error)) {
+	empty := 0
+	for time.Now().Before(r.deadline) && ctx.Err() == nil {
+		from, served, err := session(ctx)
+		if err != nil { // the stream did not open
+			s.failN(1, err)
+		}
+		if !time.Now().Before(r.deadline) || ctx.Err() != nil {
+			return
+		}
+		if served {
+			empty = 0
+		} else {
+			empty++
+		}
+		r.f.moveOn(from)
+		if !sleepUntil(ctx, reopenDelay(empty), r.deadline) {
+			return
+		}
 	}
-	nb := max(1, o.pipeline/o.batch)
-	free := make(chan *benchBatch, nb)
-	for range nb {
-		free <- &benchBatch{readOnly: make([]bool, o.batch)}
-	}
+}
+
+// batchWorker keeps o.pipeline transactions in flight on an
+// ExecuteBatchStream, o.batch transactions per stream message, and opens a
+// new stream when one breaks. The requests are built in place and reused
+// once sent; a batch's bookkeeping is reused once all its replies are in.
+func batchWorker(ctx context.Context, r *streamRun, gn txnSource, s *workerStats) {
+	o := r.o
 	bufs := make([]reqBuf, o.batch)
 	reqs := make([]*rolisv1.ExecuteRequest, o.batch)
 	for i := range bufs {
 		bufs[i].req.MaxRetries = o.serverRetry
 		reqs[i] = &bufs[i].req
 	}
-	for {
-		var b *benchBatch
-		select {
-		case b = <-free:
-		case <-ctx.Done():
-		}
-		if b == nil || !time.Now().Before(deadline) || ctx.Err() != nil {
-			break
-		}
-		b.start = time.Now()
-		b.measured = measuring.Load()
-		b.left = o.batch
-		for i := range bufs {
-			b.readOnly[i] = gn.fill(&bufs[i])
-		}
-		// The callbacks run on the pipeline's one receiving goroutine, so
-		// they may update s and b without locks; s is read after Close.
-		err := p.ExecuteBatchAsync(ctx, reqs, func(i int, resp *rolisv1.ExecuteResponse, err error) {
-			s.response(resp)
-			s.outcome(time.Since(b.start), b.readOnly[i], err, b.measured)
-			if b.left--; b.left == 0 {
-				free <- b
-			}
-		})
+	r.follow(ctx, s, func(ctx context.Context) (string, bool, error) {
+		from := r.c.Target()
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		p, err := r.c.NewBatchPipeline(sctx, client.PipelineOptions{MaxInFlight: o.pipeline})
 		if err != nil {
-			s.errors.Add(uint64(o.batch)) // counted here: the callbacks will not run
-			break
+			return from, false, err
 		}
-	}
-	if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		s.errors.Add(1)
-	}
+		var broken, served atomic.Bool
+		nb := max(1, o.pipeline/o.batch)
+		free := make(chan *benchBatch, nb)
+		for range nb {
+			free <- &benchBatch{readOnly: make([]bool, o.batch)}
+		}
+		stall := time.NewTimer(r.stall)
+		defer stall.Stop()
+		for !broken.Load() {
+			var b *benchBatch
+			stall.Reset(r.stall)
+			select {
+			case b = <-free:
+			case <-ctx.Done():
+			case <-stall.C:
+				cancel() // fails what is in flight; Close returns at once
+			}
+			if b == nil || !time.Now().Before(r.deadline) || ctx.Err() != nil || sctx.Err() != nil {
+				break
+			}
+			b.start = time.Now()
+			b.measured = r.measuring.Load()
+			b.left = o.batch
+			for i := range bufs {
+				b.readOnly[i] = gn.fill(&bufs[i])
+			}
+			// The callbacks run on the pipeline's one receiving goroutine, so
+			// they may update s and b without locks; s is read after Close.
+			err := p.ExecuteBatchAsync(sctx, reqs, func(i int, resp *rolisv1.ExecuteResponse, err error) {
+				s.response(resp)
+				s.outcome(time.Since(b.start), b.readOnly[i], err, b.measured)
+				if err == nil {
+					served.Store(true)
+				} else if streamBroken(err) {
+					broken.Store(true)
+				}
+				if b.left--; b.left == 0 {
+					free <- b
+				}
+			})
+			if err != nil {
+				s.failN(uint64(o.batch), err) // counted here: the callbacks will not run
+				break
+			}
+		}
+		// A broken stream's transactions are counted already.
+		if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) && !broken.Load() {
+			s.errors.Add(1)
+			s.note(err)
+		}
+		return from, served.Load(), nil
+	})
 }
