@@ -63,13 +63,14 @@ func (f *follower) moveOn(from string) {
 
 // reopenDelay is the wait before the n-th new stream in a row that served
 // nothing (n = 0 after a stream that served): 0, then 5 ms doubling to
-// 200 ms, so that a worker asks each member a few times a second while no
-// leader is open.
+// 100 ms. While no leader is open each new stream's window fails at once,
+// so the pause bounds the failures counted; its cap bounds how late the
+// worker finds the new leader open (each of its streams: at most 100 ms).
 func reopenDelay(n int) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	return min(5*time.Millisecond<<min(n-1, 6), 200*time.Millisecond)
+	return min(5*time.Millisecond<<min(n-1, 6), 100*time.Millisecond)
 }
 
 // sleepUntil waits d, but not past the deadline nor ctx; false if either

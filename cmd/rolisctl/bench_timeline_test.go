@@ -72,7 +72,7 @@ func TestStreamBrokenOnlyForRoutingFailures(t *testing.T) {
 			t.Errorf("streamBroken(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
-	if reopenDelay(0) != 0 || reopenDelay(1) != 5*time.Millisecond || reopenDelay(20) != 200*time.Millisecond {
+	if reopenDelay(0) != 0 || reopenDelay(1) != 5*time.Millisecond || reopenDelay(20) != 100*time.Millisecond {
 		t.Errorf("reopen delays %v %v %v", reopenDelay(0), reopenDelay(1), reopenDelay(20))
 	}
 }
