@@ -27,8 +27,10 @@ import (
 // once per way of electing (as TestFailoverGap): builtin (the members elect
 // by themselves, --election-timeout=300ms) and driver (what `rolisctl
 // failover` runs, after a failed 50 ms Status poll). rolisctl comes from
-// $ROLISCTL_BIN, or is built. What it checks: bench runs on
-// across the failover and exits 0, and commits again after the kill.
+// $ROLISCTL_BIN, or is built; $ROLIS_FAILOVER_TIMELINE_ARGS adds bench
+// flags (--batch=0: pipelined; --pipeline=0 --concurrency=8: unary). What
+// it checks: bench runs on across the failover and exits 0, and commits
+// again after the kill.
 func TestFailoverTimeline(t *testing.T) {
 	out := os.Getenv("ROLIS_FAILOVER_TIMELINE_OUT")
 	if out == "" {
@@ -74,8 +76,10 @@ func timelineRun(t *testing.T, cl *cluster, bin string, leader uint32, election,
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	// --timeout=1s: a stream silent for a second is given up.
-	cmd := exec.CommandContext(ctx, bin, endpoint, "--timeout=1s", "bench", "--workload=ycsbpp", "--keys=100000",
-		"--no-load", "--warmup=0", "--seconds="+seconds, "--timeline=100ms", "--json")
+	args := []string{endpoint, "--timeout=1s", "bench", "--workload=ycsbpp", "--keys=100000",
+		"--no-load", "--warmup=0", "--seconds=" + seconds, "--timeline=100ms", "--json"}
+	args = append(args, strings.Fields(os.Getenv("ROLIS_FAILOVER_TIMELINE_ARGS"))...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
