@@ -88,3 +88,11 @@ func sleepUntil(ctx context.Context, d time.Duration, deadline time.Time) bool {
 		return time.Now().Before(deadline)
 	}
 }
+
+// pauseAfter waits a little after a unary call found no member to serve it
+// (a failover under way), rather than asking again at once.
+func pauseAfter(ctx context.Context, err error, deadline time.Time) {
+	if streamBroken(err) {
+		sleepUntil(ctx, 10*time.Millisecond, deadline)
+	}
+}

@@ -10,6 +10,9 @@ import (
 	"github.com/rolisdb/rolis/pkg/client"
 )
 
+// The pipelined and batched forms of bench: workers that keep transactions
+// in flight on streams, and open a new stream when one breaks.
+
 // benchBatch is one batch in flight: what the replies need to record the
 // outcome of each of its transactions.
 type benchBatch struct {
@@ -119,6 +122,67 @@ func batchWorker(ctx context.Context, r *streamRun, gn txnSource, s *workerStats
 			})
 			if err != nil {
 				s.failN(uint64(o.batch), err) // counted here: the callbacks will not run
+				break
+			}
+		}
+		// A broken stream's transactions are counted already.
+		if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) && !broken.Load() {
+			s.errors.Add(1)
+			s.note(err)
+		}
+		return from, served.Load(), nil
+	})
+}
+
+// pipelineWorker keeps o.pipeline transactions in flight on an
+// ExecuteStream, one per message, and opens a new stream when one breaks.
+func pipelineWorker(ctx context.Context, r *streamRun, gn txnSource, s *workerStats) {
+	o := r.o
+	r.follow(ctx, s, func(ctx context.Context) (string, bool, error) {
+		from := r.c.Target()
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		p, err := r.c.NewPipeline(sctx, client.PipelineOptions{MaxInFlight: o.pipeline})
+		if err != nil {
+			return from, false, err
+		}
+		var broken, served atomic.Bool
+		// The callbacks run on the pipeline's one receiving goroutine, so
+		// they may update s without locks; s is read after Close has
+		// drained them. slots mirrors the pipeline's window, so that the
+		// clock starts when the transaction can be sent, not while it
+		// waits for room.
+		slots := make(chan struct{}, o.pipeline)
+		stall := time.NewTimer(r.stall)
+		defer stall.Stop()
+		for !broken.Load() {
+			got := false
+			stall.Reset(r.stall)
+			select {
+			case slots <- struct{}{}:
+				got = true
+			case <-ctx.Done():
+			case <-stall.C:
+				cancel() // fails what is in flight; Close returns at once
+			}
+			start := time.Now()
+			if !got || !start.Before(r.deadline) || ctx.Err() != nil || sctx.Err() != nil {
+				break
+			}
+			req, ro := newRequest(gn, o.serverRetry)
+			m := r.measuring.Load()
+			err := p.ExecuteRequestAsync(sctx, req, func(resp *rolisv1.ExecuteResponse, err error) {
+				s.response(resp)
+				s.outcome(time.Since(start), ro, err, m)
+				if err == nil {
+					served.Store(true)
+				} else if streamBroken(err) {
+					broken.Store(true)
+				}
+				<-slots
+			})
+			if err != nil {
+				s.failN(1, err) // counted here: the callback will not run
 				break
 			}
 		}
