@@ -44,7 +44,11 @@ client certificate on a cluster with TLS). It streams the Job's log
 (progress each second, then the summary) and deletes the Job. Flags after
 -- go to rolisctl bench, e.g.
 
-  kubectl rolis bench db --seconds=30 -- --concurrency=4 --read-ratio=0.9`,
+  kubectl rolis bench db --seconds=30 -- --concurrency=4 --read-ratio=0.9
+  kubectl rolis bench db --seconds=12 -- --timeline=100ms --timeout=1s --json
+
+(the second: the JSON line with the outcomes per 100 ms bucket, for a
+failover timeline; docs/benchmarks.md, "Failover timeline").`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()

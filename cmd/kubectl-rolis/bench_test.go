@@ -51,6 +51,13 @@ func TestBenchJobRunsRolisctlBenchAgainstTheClientService(t *testing.T) {
 	if *j.Spec.BackoffLimit != 0 || j.Spec.Template.Spec.Volumes[0].Secret.SecretName != "db-client-tls" {
 		t.Errorf("job: %+v", j.Spec)
 	}
+	// The failover timeline's flags (docs/benchmarks.md, "Failover
+	// timeline") reach rolisctl bench as given, global ones included.
+	tl := []string{"--keys=100000", "--timeline=100ms", "--timeout=1s", "--json"}
+	j, err = benchJob(c, &benchOptions{workload: "ycsbpp", seconds: 12, extra: tl})
+	if err != nil || !slices.Equal(j.Spec.Template.Spec.Containers[0].Args, append([]string{"bench", "--workload=ycsbpp", "--seconds=12"}, tl...)) {
+		t.Errorf("timeline args: %v %v", j.Spec.Template.Spec.Containers[0].Args, err)
+	}
 	for _, bad := range []*benchOptions{{workload: "tpcc", seconds: 1}, {workload: "ycsbpp", seconds: 0}} {
 		if _, err := benchJob(c, bad); err == nil {
 			t.Errorf("%+v is refused", bad)

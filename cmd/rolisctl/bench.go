@@ -44,6 +44,8 @@ type benchOptions struct {
 	load       bool
 	check      bool
 	keysSet    bool
+	// Failover timeline (bench_timeline.go): bucket width, 0 = none.
+	timeline time.Duration
 }
 
 // benchReport is the JSON line of `bench --json` (the last line of output).
@@ -87,6 +89,12 @@ type benchReport struct {
 	Warehouses      int     `json:"warehouses,omitempty"`
 	// The invariant check after the run (--check): "<procedure> ok" or why not.
 	Check string `json:"check,omitempty"`
+	// --timeline: the outcomes per bucket of timeline_bucket_s seconds from
+	// the start of the measured window, at timeline_start_unix (seconds
+	// since 1970, this machine's clock: to place a failover in it).
+	TimelineBucketS   float64         `json:"timeline_bucket_s,omitempty"`
+	TimelineStartUnix float64         `json:"timeline_start_unix,omitempty"`
+	Timeline          []timelinePoint `json:"timeline,omitempty"`
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -126,7 +134,13 @@ branches), bank (--keys accounts, default 10000, --mix=RO/RW, default
 procedures with --procedures or --zipf (--mix=RO/RW or --read-ratio).
 --load sets the workload up and loads it first (progress on stderr);
 --check runs its invariant check after the run (bank.audit, tpca.check,
-tpcc.check).`,
+tpcc.check).
+
+--timeline=100ms adds to the JSON report a "timeline": committed, aborted
+and failed transactions and the commits' p50/p99 per 100 ms bucket. The
+run goes on across a leader failover: failures are counted, and streams
+are opened again at the leader (give every member in --endpoint); a stream
+that answers nothing for --timeout is given up.`,
 		Args:    cobra.NoArgs,
 		PreRunE: checkOutput(&o.out),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -155,6 +169,7 @@ tpcc.check).`,
 	f.IntVar(&o.warehouses, "warehouses", 1, "tpcc: warehouses")
 	f.BoolVar(&o.load, "load", false, "procedure workloads: set up and load the workload first")
 	f.BoolVar(&o.check, "check", false, "procedure workloads: run the invariant check after the run")
+	f.DurationVar(&o.timeline, "timeline", 0, "add the outcomes per bucket of this width to the JSON report (0 = none)")
 	addOutputFlag(cmd, &o.out, true)
 	return cmd
 }
@@ -166,7 +181,20 @@ type workerStats struct {
 	ro, rw         uint64
 	aborts, errors atomic.Uint64
 	conflicts      atomic.Uint64 // retried by the server inside procedure calls
-	firstErr       error
+	firstErr       atomic.Pointer[error]
+	tl             *timeline // nil without --timeline
+}
+
+// note keeps the first error.
+func (s *workerStats) note(err error) { s.firstErr.CompareAndSwap(nil, &err) }
+
+// failN counts n transactions that failed with err before they were sent.
+func (s *workerStats) failN(n uint64, err error) {
+	s.errors.Add(n)
+	s.note(err)
+	if s.tl != nil {
+		s.tl.record(time.Now(), tlFailed, 0, n)
+	}
 }
 
 // response notes what a reply says besides its outcome: a procedure's
@@ -178,6 +206,7 @@ func (s *workerStats) response(r *rolisv1.ExecuteResponse) {
 }
 
 func (s *workerStats) outcome(lat time.Duration, readOnly bool, err error, measuring bool) {
+	kind := tlCommitted
 	switch {
 	case err == nil:
 		s.commits.Add(1)
@@ -191,11 +220,14 @@ func (s *workerStats) outcome(lat time.Duration, readOnly bool, err error, measu
 		}
 	case errors.Is(err, client.ErrAborted) || errors.Is(err, client.ErrConditionFailed):
 		s.aborts.Add(1)
+		kind = tlAborted
 	default:
 		s.errors.Add(1)
-		if s.firstErr == nil {
-			s.firstErr = err
-		}
+		s.note(err)
+		kind = tlFailed
+	}
+	if s.tl != nil {
+		s.tl.record(time.Now(), kind, lat, 1)
 	}
 }
 
@@ -317,6 +349,9 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	if o.concurrency < 0 || o.seconds <= 0 || o.keys == 0 || o.pipeline < 0 || o.batch < 0 {
 		return errors.New("bench: --concurrency, --seconds and --keys must be positive, --pipeline and --batch not negative")
 	}
+	if o.timeline != 0 && (o.timeline < time.Millisecond || o.timeline.Seconds() > o.seconds) {
+		return fmt.Errorf("bench: --timeline %v: want a bucket width from 1ms to --seconds", o.timeline)
+	}
 	if o.rmw != "oneshot" && o.rmw != "putif" {
 		return fmt.Errorf("bench: --rmw must be oneshot or putif")
 	}
@@ -377,6 +412,9 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 	stats := make([]*workerStats, o.concurrency)
 	for i := range stats {
 		stats[i] = &workerStats{}
+		if o.timeline > 0 {
+			stats[i].tl = newTimeline(measureFrom, o.timeline, dur)
+		}
 	}
 
 	// Progress each second.
@@ -425,6 +463,11 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 
 	runCtx, cancel := context.WithDeadline(ctx, deadline.Add(30*time.Second))
 	defer cancel()
+	sr := &streamRun{c: c, o: o, deadline: deadline, measuring: &measuring,
+		f: &follower{c: c, endpoints: g.config().Endpoints}, stall: g.timeout}
+	if sr.stall <= 0 {
+		sr.stall = warm + dur + time.Minute // --timeout=0: no stall detection
+	}
 	var wg sync.WaitGroup
 	for i := range o.concurrency {
 		wg.Add(1)
@@ -448,9 +491,9 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 				unaryWorker(runCtx, c, gn.(*gen), o, g.timeout, deadline, &measuring, stats[i])
 			}()
 		case "pipelined":
-			go func() { defer wg.Done(); pipelineWorker(runCtx, c, gn, o, deadline, &measuring, stats[i]) }()
+			go func() { defer wg.Done(); pipelineWorker(runCtx, sr, gn, stats[i]) }()
 		default:
-			go func() { defer wg.Done(); batchWorker(runCtx, c, gn, o, deadline, &measuring, stats[i]) }()
+			go func() { defer wg.Done(); batchWorker(runCtx, sr, gn, stats[i]) }()
 		}
 	}
 	wg.Wait()
@@ -488,9 +531,18 @@ func runBench(ctx context.Context, g *globals, o benchOptions, out, progress io.
 		rep.Aborts += s.aborts.Load()
 		rep.Errors += s.errors.Load()
 		rep.ConflictRetries += s.conflicts.Load()
-		if s.firstErr != nil && rep.FirstError == "" {
-			rep.FirstError = s.firstErr.Error()
+		if e := s.firstErr.Load(); e != nil && rep.FirstError == "" {
+			rep.FirstError = (*e).Error()
 		}
+	}
+	if o.timeline > 0 {
+		tls := make([]*timeline, len(stats))
+		for i, s := range stats {
+			tls[i] = s.tl
+		}
+		rep.TimelineBucketS = o.timeline.Seconds()
+		rep.TimelineStartUnix = float64(measureFrom.UnixMicro()) / 1e6
+		rep.Timeline = mergeTimelines(tls, dur)
 	}
 	rep.Commits = rep.ReadOnly + rep.ReadWrite
 	rep.ThroughputTPS = float64(rep.Commits) / measured.Seconds()
@@ -541,45 +593,7 @@ func unaryWorker(ctx context.Context, c *client.Client, gn *gen, o benchOptions,
 		}
 		cancel()
 		s.outcome(time.Since(start), ro, err, measuring.Load())
-	}
-}
-
-func pipelineWorker(ctx context.Context, c *client.Client, gn txnSource, o benchOptions,
-	deadline time.Time, measuring *atomic.Bool, s *workerStats) {
-	p, err := c.NewPipeline(ctx, client.PipelineOptions{MaxInFlight: o.pipeline})
-	if err != nil {
-		s.errors.Add(1)
-		s.firstErr = err
-		return
-	}
-	// The callbacks run on the pipeline's one receiving goroutine, so they
-	// may update s without locks; s is read after Close has drained them.
-	// slots mirrors the pipeline's window, so that the clock starts when the
-	// transaction can be sent, not while it waits for room.
-	slots := make(chan struct{}, o.pipeline)
-	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		start := time.Now()
-		if !start.Before(deadline) || ctx.Err() != nil {
-			break
-		}
-		req, ro := newRequest(gn, o.serverRetry)
-		m := measuring.Load()
-		err := p.ExecuteRequestAsync(ctx, req, func(resp *rolisv1.ExecuteResponse, err error) {
-			s.response(resp)
-			s.outcome(time.Since(start), ro, err, m)
-			<-slots
-		})
-		if err != nil {
-			s.errors.Add(1) // counted here: the callback will not run
-			break
-		}
-	}
-	if err := p.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		s.errors.Add(1)
+		pauseAfter(ctx, err, deadline)
 	}
 }
 

@@ -339,6 +339,7 @@ func unaryProcWorker(ctx context.Context, c *client.Client, src *procGen, timeou
 			s.conflicts.Add(uint64(res.Output[1]))
 		}
 		s.outcome(time.Since(start), ro, err, measuring.Load())
+		pauseAfter(ctx, err, deadline)
 	}
 }
 

@@ -7,18 +7,22 @@
 #   hack/bench/run.sh [OUT]          OUT: build/bench by default
 #   BENCH_SECONDS=10 BENCH_WARMUP=2  longer runs (make bench-full)
 #
-# Binaries: BENCH (rolis-bench) and REPLAY_BENCH, by default from
-# build/engine/bin. A failed run is reported and the rest go on; the script
-# then exits 1.
+# Binaries: BENCH (rolis-bench), REPLAY_BENCH and ROLISD (for the failover
+# timeline), by default from build/engine/bin; the failover timeline also
+# needs Go (it builds rolisctl). A failed run is reported and the rest go
+# on; the script then exits 1.
 set -u
 OUT=${1:-build/bench}
 BIN=${BIN:-build/engine/bin}
 BENCH=${BENCH:-$BIN/rolis-bench}
 REPLAY_BENCH=${REPLAY_BENCH:-$BIN/rolis-replay-bench}
+ROLISD=${ROLISD:-$BIN/rolisd}
 SECS=${BENCH_SECONDS:-2}
 WARM=${BENCH_WARMUP:-0.5}
 mkdir -p "$OUT"
-rm -f "$OUT"/*.jsonl
+# The files of this script only: failover-kind.jsonl and rtt.jsonl come from
+# Kind runs (docs/benchmarks.md, "Failover timeline", "Injected RTT").
+for f in suite mix threads batch zipf replay failover; do rm -f "$OUT/$f.jsonl"; done
 failed=0
 
 # run FILE ARGS...: one rolis-bench run; its JSON line goes to OUT/FILE.
@@ -75,4 +79,19 @@ else
   echo "FAILED: rolis-replay-bench" >&2
   failed=1
 fi
+
+# Failover timeline: rolisctl bench --timeline=100ms against 3 rolisd on
+# loopback, the leader SIGKILLed 2 s into a 6 s run, once per way of
+# electing (test/replication/failover_timeline_test.go).
+echo "failover timeline (3 rolisd on loopback, builtin and driver)" >&2
+log=$(mktemp)
+root=$(cd "$(dirname "$0")/../.." && pwd)
+if ! ROLISD_BIN=$(realpath "$ROLISD") ROLIS_FAILOVER_TIMELINE_OUT=$(realpath "$OUT")/failover.jsonl \
+  timeout 300 nice go -C "$root" test -count=1 -v -run 'TestFailoverTimeline$' ./test/replication/ >"$log" 2>&1; then
+  echo "FAILED: failover timeline" >&2
+  tail -20 "$log" >&2
+  failed=1
+fi
+grep 'failover_timeline_test' "$log" >&2
+rm -f "$log"
 exit $failed

@@ -98,7 +98,7 @@ func TestProcedureBadCallsAreInvalidArgumentAndChangeNothing(t *testing.T) {
 	for p := range uint64(parts[0]) {
 		call(t, cl, "bank.load", p)
 	}
-	before := dump(t, cl, "bank")
+	before := dump(t, cl, "bench.bank")
 	for _, bad := range []struct {
 		proc string
 		args []uint64
@@ -114,7 +114,7 @@ func TestProcedureBadCallsAreInvalidArgumentAndChangeNothing(t *testing.T) {
 		_, err := cl.Call(ctx, bad.proc, bad.args...)
 		wantCode(t, fmt.Sprintf("%s%v", bad.proc, bad.args), err, codes.InvalidArgument)
 	}
-	if after := dump(t, cl, "bank"); after != before {
+	if after := dump(t, cl, "bench.bank"); after != before {
 		t.Fatalf("bad calls changed the accounts")
 	}
 	if got := call(t, cl, "bank.audit"); got[0] != 50*100 {

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "server/procedures.h"
+
 namespace rolis::server {
 namespace {
 
@@ -522,6 +524,10 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
       if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) {
         return fail(fmt::format("--tables: name '{}' may hold only letters, digits, '_', '-' and '.'", t));
       }
+    }
+    if (IsBenchmarkTableName(t)) {
+      return fail(fmt::format("--tables: name '{}' is reserved: tables named '{}...' belong to the benchmark "
+                              "procedures (docs/client.md, \"Procedures\")", t, kBenchmarkTablePrefix));
     }
     if (std::find(c.tables.begin(), c.tables.end(), t) == c.tables.end()) c.tables.push_back(t);
   }

@@ -81,6 +81,9 @@ std::vector<std::mutex*> Node::worker_mutexes() const {
 
 Status Node::Start(uint32_t workers) {
   for (const std::string& name : options_.tables) {
+    if (IsBenchmarkTableName(name)) {
+      return Status::InvalidArgument(fmt::format("table {}: the name is reserved for the benchmark procedures", name));
+    }
     Table* t = nullptr;
     Status s = db_->CreateTable(name, &t);
     if (s.code() == rolis::StatusCode::kAlreadyExists) s = db_->GetTable(name, &t);

@@ -202,13 +202,16 @@ std::unique_ptr<Workload> MakeWorkload(W w, const std::vector<uint64_t>& s) {
 }
 
 Status Attach(W w, Workload* wl, Database* db, const std::vector<uint64_t>& s) {
+  // Every table under the reserved prefix: a user table of the same name
+  // (--tables) stays the user's.
+  constexpr std::string_view p = kBenchmarkTablePrefix;
   switch (w) {
-    case W::kYcsbpp: return static_cast<Ycsbpp*>(wl)->Attach(db);
-    case W::kBank: return static_cast<Bank*>(wl)->Attach(db);
-    case W::kHash: return static_cast<HashTable*>(wl)->Attach(db);
-    case W::kRetwis: return static_cast<Retwis*>(wl)->Attach(db);
-    case W::kTpca: return static_cast<Tpca*>(wl)->Attach(db);
-    case W::kTpcc: return static_cast<Tpcc*>(wl)->Attach(db, static_cast<uint32_t>(s.empty() ? 1 : s[0]));
+    case W::kYcsbpp: return static_cast<Ycsbpp*>(wl)->Attach(db, p);
+    case W::kBank: return static_cast<Bank*>(wl)->Attach(db, p);
+    case W::kHash: return static_cast<HashTable*>(wl)->Attach(db, p);
+    case W::kRetwis: return static_cast<Retwis*>(wl)->Attach(db, p);
+    case W::kTpca: return static_cast<Tpca*>(wl)->Attach(db, p);
+    case W::kTpcc: return static_cast<Tpcc*>(wl)->Attach(db, static_cast<uint32_t>(s.empty() ? 1 : s[0]), p);
     case W::kCount: break;
   }
   return Status::InvalidArgument("unknown workload");
@@ -374,7 +377,7 @@ Status ProcedureHost::CreateTables(std::vector<std::string>* names) {
   // names of the ids from the first free one on.
   TableId first = 0;
   for (Table* t = nullptr; db_->GetTable(first, &t).ok();) first++;
-  Status s = CreateOrGetTable(db_, "procedures", &meta_);
+  Status s = CreateOrGetTable(db_, TableName(kBenchmarkTablePrefix, "procedures"), &meta_);
   for (size_t i = 0; s.ok() && i < static_cast<size_t>(W::kCount); ++i) {
     const W w = static_cast<W>(i);
     std::vector<uint64_t> sizes = DefaultSizes(w);

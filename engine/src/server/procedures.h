@@ -5,7 +5,7 @@
 // the reply is an ExecuteResponse with `output`.
 //
 // Every workload has three kinds of procedure:
-//   <workload>.setup   its sizes (args); stored in the table "procedures" so
+//   <workload>.setup   its sizes (args); stored in the table "bench.procedures" so
 //                      that every member (and a later leader) runs it with the
 //                      same; output: [parts], how many load parts there are
 //   <workload>.load    one part of the initial population (args: [part]);
@@ -14,6 +14,10 @@
 //                      conflict aborts retried]
 // plus checks (bank.audit, tpca.check, tpcc.check) that fail with INTERNAL
 // when an invariant does not hold.
+//
+// The workloads' tables are named with the reserved prefix "bench."
+// ("bench.bank", "bench.tpcc_stock", ...), which user tables (--tables)
+// cannot take: a user table "bank" is not the bank workload's.
 //
 // The registry (FindProcedure) is a fixed table: names, the workload, how
 // many args, and whether the procedure only reads (authz.h refuses the others
@@ -35,6 +39,10 @@
 #include "rolis/db.h"
 
 namespace rolis::server {
+
+// Names of tables that belong to the procedures; refused in --tables.
+inline constexpr std::string_view kBenchmarkTablePrefix = "bench.";
+inline bool IsBenchmarkTableName(std::string_view name) { return name.starts_with(kBenchmarkTablePrefix); }
 
 enum class ProcWorkload : uint8_t { kYcsbpp, kBank, kHash, kRetwis, kTpca, kTpcc, kCount };
 
@@ -73,7 +81,7 @@ struct ProcedureOutcome {
 };
 
 // The workloads of one member: their tables, their sizes (from the
-// "procedures" table) and each worker's per-thread state. Run is called with
+// "bench.procedures" table) and each worker's per-thread state. Run is called with
 // the worker's mutex held; one ProcedureHost serves all workers.
 class ProcedureHost {
  public:
@@ -81,7 +89,7 @@ class ProcedureHost {
   ProcedureHost(Database* db, size_t workers);
   ~ProcedureHost();
 
-  // Creates every workload's tables (empty) and the table "procedures", in a
+  // Creates every workload's tables (empty) and the table "bench.procedures", in a
   // fixed order: every member calls it at start, so that table ids agree
   // (replicated writes name tables by id). Returns their names in *names.
   Status CreateTables(std::vector<std::string>* names);
@@ -96,7 +104,7 @@ class ProcedureHost {
  private:
   struct Loaded;
   struct SlotState;
-  // The workload as set up (read from the "procedures" table when this
+  // The workload as set up (read from the "bench.procedures" table when this
   // member has not seen its setup); nullptr with *st set when it is not.
   std::shared_ptr<Loaded> Get(ProcWorkload w, Worker* worker, grpc::Status* st);
   grpc::Status Setup(const Procedure& p, std::span<const uint64_t> args, Worker* worker,

@@ -33,8 +33,12 @@ class Bank : public Workload {
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
 
   // Binds the table (created when absent) without loading it: a server that
-  // loads and runs the workload as procedures (server/procedures.h).
-  Status Attach(Database* db) { return CreateOrGetTable(db, "bank", &table_); }
+  // loads and runs the workload as procedures (server/procedures.h). Its name
+  // is `prefix` followed by the workload's (a server keeps its benchmark
+  // tables apart from user tables this way).
+  Status Attach(Database* db, std::string_view prefix = {}) {
+    return CreateOrGetTable(db, TableName(prefix, "bank"), &table_);
+  }
   Table* table() const { return table_; }
   const BankConfig& config() const { return config_; }
 

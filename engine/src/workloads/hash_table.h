@@ -34,7 +34,9 @@ class HashTable : public Workload {
   Table* table() const { return table_; }
   const HashTableConfig& config() const { return config_; }
   // Binds the table (created when absent) without loading it (as Bank::Attach).
-  Status Attach(Database* db) { return CreateOrGetTable(db, "hash", &table_); }
+  Status Attach(Database* db, std::string_view prefix = {}) {
+    return CreateOrGetTable(db, TableName(prefix, "hash"), &table_);
+  }
 
  private:
   HashTableConfig config_;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -17,6 +19,14 @@ Status RunOnThreads(Database* db, uint32_t threads, const std::function<Status(u
 
 // The table `name`, created when it does not exist yet.
 Status CreateOrGetTable(Database* db, std::string_view name, Table** table);
+
+// A workload's table name with a prefix ("" for none): the names a server's
+// procedures use (server/procedures.h, kBenchmarkTablePrefix).
+inline std::string TableName(std::string_view prefix, std::string_view name) {
+  std::string out(prefix);
+  out += name;
+  return out;
+}
 
 // Commits a batch built by fill(txn); retries kAborted a bounded number of
 // times (loading has no conflicts unless the caller shares keys).

@@ -37,7 +37,9 @@ class Retwis : public Workload {
   TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
 
   // Binds the table (created when absent) without loading it (as Bank::Attach).
-  Status Attach(Database* db) { return CreateOrGetTable(db, "retwis", &table_); }
+  Status Attach(Database* db, std::string_view prefix = {}) {
+    return CreateOrGetTable(db, TableName(prefix, "retwis"), &table_);
+  }
   Table* table() const { return table_; }
   const RetwisConfig& config() const { return config_; }
 

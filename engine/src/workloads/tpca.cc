@@ -35,11 +35,11 @@ Status Tpca::Load(Database* db, uint32_t threads) {
   return s;
 }
 
-Status Tpca::Attach(Database* db) {
-  Status s = CreateOrGetTable(db, "tpca_branch", &branch_);
-  if (s.ok()) s = CreateOrGetTable(db, "tpca_teller", &teller_);
-  if (s.ok()) s = CreateOrGetTable(db, "tpca_account", &account_);
-  if (s.ok()) s = CreateOrGetTable(db, "tpca_history", &history_);
+Status Tpca::Attach(Database* db, std::string_view prefix) {
+  Status s = CreateOrGetTable(db, TableName(prefix, "tpca_branch"), &branch_);
+  if (s.ok()) s = CreateOrGetTable(db, TableName(prefix, "tpca_teller"), &teller_);
+  if (s.ok()) s = CreateOrGetTable(db, TableName(prefix, "tpca_account"), &account_);
+  if (s.ok()) s = CreateOrGetTable(db, TableName(prefix, "tpca_history"), &history_);
   return s;
 }
 

@@ -36,7 +36,7 @@ class Tpca : public Workload {
 
   // Binds the tables (created when absent) without loading them (as
   // Bank::Attach). The tables in the order Attach creates them.
-  Status Attach(Database* db);
+  Status Attach(Database* db, std::string_view prefix = {});
   Table* branch() const { return branch_; }
   Table* teller() const { return teller_; }
   Table* account() const { return account_; }

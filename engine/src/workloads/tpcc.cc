@@ -213,7 +213,7 @@ Status Tpcc::Load(Database* db, uint32_t threads) {
   });
 }
 
-Status Tpcc::Attach(Database* db, uint32_t warehouses) {
+Status Tpcc::Attach(Database* db, uint32_t warehouses, std::string_view prefix) {
   if (warehouses == 0 || warehouses > kMaxWarehouses) return Status::InvalidArgument("tpcc: 1..65,535 warehouses");
   warehouses_ = warehouses;
   Table** handles[] = {&tables_.warehouse, &tables_.district,   &tables_.customer,
@@ -222,7 +222,7 @@ Status Tpcc::Attach(Database* db, uint32_t warehouses) {
                        &tables_.item,      &tables_.stock};
   static_assert(std::size(handles) == std::size(kTableNames));
   for (size_t i = 0; i < std::size(handles); ++i) {
-    Status s = CreateOrGetTable(db, kTableNames[i], handles[i]);
+    Status s = CreateOrGetTable(db, TableName(prefix, kTableNames[i]), handles[i]);
     if (!s.ok()) return s;
   }
   return Status::OK();

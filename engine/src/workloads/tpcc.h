@@ -89,7 +89,7 @@ class Tpcc : public Workload {
   // ctx.rng; SetHistorySequence sets where the thread's Payment history keys
   // continue (a server picks a random start so that keys of an earlier
   // leader's threads are not reused).
-  Status Attach(Database* db, uint32_t warehouses);
+  Status Attach(Database* db, uint32_t warehouses, std::string_view prefix = {});
   Status LoadItems(Worker* worker, uint32_t lo, uint32_t hi);
   Status LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader);
   TxnOutcome RunType(WorkerContext& ctx, uint32_t type, uint32_t home_w);

@@ -47,7 +47,9 @@ class Ycsbpp : public Workload {
 
   const YcsbConfig& config() const { return config_; }
   // Binds the table (created when absent) without loading it (as Bank::Attach).
-  Status Attach(Database* db) { return CreateOrGetTable(db, config_.table_name, &table_); }
+  Status Attach(Database* db, std::string_view prefix = {}) {
+    return CreateOrGetTable(db, TableName(prefix, config_.table_name), &table_);
+  }
   // Loads records [lo, hi) in one transaction on `worker` (a part of a load
   // that a server runs as procedures).
   Status LoadRange(Worker* worker, uint64_t lo, uint64_t hi);

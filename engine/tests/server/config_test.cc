@@ -230,6 +230,8 @@ TEST(ConfigTest, BadValuesAreRejectedWithTheFlagName) {
       {{"--replication-streams=65"}, "--replication-streams"},
       {{"--max-open-txns=0"}, "--max-open-txns"},
       {{"--tables=bad/name"}, "--tables"},
+      // The benchmark procedures' tables are named bench.* (server/procedures.h).
+      {{"--tables=users,bench.bank"}, "reserved"},
       {{"--log-level=loud"}, "--log-level"},
       {{"--no-such-flag"}, "no-such-flag"},
   };

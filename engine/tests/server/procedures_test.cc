@@ -28,7 +28,7 @@ class ProceduresTest : public ::testing::Test {
     opts.commit_hook = replicator_.get();
     db_ = Database::Open(opts);
     ASSERT_NE(db_, nullptr);
-    node_ = std::make_unique<Node>(NodeOptions{}, db_.get(), replicator_.get(), &metrics_);
+    node_ = std::make_unique<Node>(node_options_, db_.get(), replicator_.get(), &metrics_);
     ASSERT_TRUE(node_->Start(2).ok());
   }
   void TearDown() override {
@@ -57,22 +57,35 @@ class ProceduresTest : public ::testing::Test {
     ASSERT_EQ(out.size(), 1u);
     for (int64_t p = 0; p < out[0]; ++p) Ok(std::string(w) + ".load", {static_cast<uint64_t>(p)});
   }
-  int64_t Account(uint64_t a) {
-    v1::ExecuteRequest req;
-    auto* op = req.add_ops();
-    op->set_kind(v1::Op::GET);
-    op->set_table("bank");
+  static std::string AccountKey(uint64_t a) {
     char key[8];
     for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(a >> (56 - 8 * i));
-    op->set_key(std::string(key, 8));
+    return std::string(key, 8);
+  }
+  // One op on `table` as a one-shot transaction; the response.
+  v1::ExecuteResponse Op(v1::Op::Kind kind, std::string_view table, std::string key, std::string value = "") {
+    v1::ExecuteRequest req;
+    auto* op = req.add_ops();
+    op->set_kind(kind);
+    op->set_table(std::string(table));
+    op->set_key(std::move(key));
+    if (kind == v1::Op::PUT) op->set_value(std::move(value));
     v1::ExecuteResponse resp;
     CallContext cc;
-    EXPECT_TRUE(node_->Execute(req, &resp, &cc).ok());
+    grpc::Status st = node_->Execute(req, &resp, &cc);
+    EXPECT_TRUE(st.ok()) << table << ": " << st.error_message();
+    return resp;
+  }
+  int64_t Account(uint64_t a) {
+    v1::ExecuteResponse resp = Op(v1::Op::GET, "bench.bank", AccountKey(a));
     int64_t v = 0;
-    std::memcpy(&v, resp.results(0).value().data(), 8);
+    if (resp.results_size() == 1 && resp.results(0).value().size() == 8) {
+      std::memcpy(&v, resp.results(0).value().data(), 8);
+    }
     return v;
   }
 
+  NodeOptions node_options_;
   Metrics metrics_{"test"};
   std::unique_ptr<StandaloneReplicator> replicator_;
   std::unique_ptr<Database> db_;
@@ -196,6 +209,77 @@ TEST_F(ProceduresTest, TpcaRetwisAndHashRunAndTpcaSumsHold) {
   Ok("hash.update", {1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_EQ(Call("hash.get", {1000}).error_code(), StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(Call("hash.update", {1}).error_code(), StatusCode::INVALID_ARGUMENT);
+}
+
+
+// docs/client.md, "Procedures": the workloads' tables are bench.<name>, so a
+// user table of a workload's name (--tables) is the user's alone: loading and
+// running the workload neither writes nor reads it, and what the user wrote
+// there does not count in the workload's invariants.
+class UserTablesTest : public ProceduresTest {
+ protected:
+  void SetUp() override {
+    node_options_.tables = {"kv", "bank", "tpca_branch", "procedures"};
+    ProceduresTest::SetUp();
+  }
+};
+
+TEST_F(UserTablesTest, AUserTableNamedLikeAWorkloadTableIsNotTheWorkloads) {
+  // The user's rows, in the user's "bank" under the keys of accounts 3 and 4.
+  Op(v1::Op::PUT, "bank", AccountKey(3), "user row 3");
+  Op(v1::Op::PUT, "bank", AccountKey(4), "user row 4");
+  Op(v1::Op::PUT, "tpca_branch", AccountKey(0), "user branch");
+  Op(v1::Op::PUT, "procedures", "bank", "user setup");
+
+  Load("bank", {100, 1000});
+  Load("tpca", {2, 2, 2});
+  std::vector<int64_t> out;
+  Ok("bank.transfer", {3, 4, 10}, &out);
+  EXPECT_EQ(out[0], 1);
+  Ok("tpca.txn", {0, 1, 1, 7, 5});
+  Ok("bank.audit", {}, &out);
+  EXPECT_EQ(out, std::vector<int64_t>{100000});
+  Ok("tpca.check", {});
+  EXPECT_EQ(Account(3), 990);
+  EXPECT_EQ(Account(4), 1010);
+
+  // The user's tables hold what the user wrote, and nothing else.
+  v1::ExecuteRequest scan;
+  for (std::string_view t : {"bank", "tpca_branch", "procedures"}) {
+    auto* op = scan.add_ops();
+    op->set_kind(v1::Op::SCAN);
+    op->set_table(std::string(t));
+  }
+  v1::ExecuteResponse resp;
+  CallContext cc;
+  ASSERT_TRUE(node_->Execute(scan, &resp, &cc).ok());
+  ASSERT_EQ(resp.results_size(), 3);
+  ASSERT_EQ(resp.results(0).items_size(), 2);
+  EXPECT_EQ(resp.results(0).items(0).value(), "user row 3");
+  EXPECT_EQ(resp.results(0).items(1).value(), "user row 4");
+  ASSERT_EQ(resp.results(1).items_size(), 1);
+  EXPECT_EQ(resp.results(1).items(0).value(), "user branch");
+  ASSERT_EQ(resp.results(2).items_size(), 1);
+  EXPECT_EQ(resp.results(2).items(0).value(), "user setup");
+}
+
+TEST(UserTables, ANodeRefusesATableOfTheBenchmarkPrefix) {
+  StandaloneReplicator::Options ro;
+  ro.streams = 1;
+  StandaloneReplicator replicator(ro);
+  Options opts;
+  opts.commit_hook = &replicator;
+  std::unique_ptr<Database> db = Database::Open(opts);
+  ASSERT_NE(db, nullptr);
+  Metrics metrics{"test"};
+  NodeOptions no;
+  no.tables = {"kv", "bench.bank"};
+  Node node(no, db.get(), &replicator, &metrics);
+  Status s = node.Start(1);
+  EXPECT_EQ(s.code(), rolis::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("reserved"), std::string::npos) << s.message();
+  Table* t = nullptr;
+  EXPECT_FALSE(db->GetTable("bench.bank", &t).ok());  // nothing created
 }
 
 }  // namespace
