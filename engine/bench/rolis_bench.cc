@@ -235,7 +235,8 @@ int main(int argc, char** argv) {
   if (mode->txn_runner() != nullptr && !workload->declares_sets()) {
     return Fail("--mode", Status::InvalidArgument("--mode=" + mode->options().system + " runs transactions that " +
                                                   "declare their read and write sets (ycsbpp, retwis, tpca, bank, " +
-                                                  "hash); " + workload_name + " runs on silo and rolis"));
+                                                  "hash, tpcc with at most 20 districts per warehouse); this " +
+                                                  workload_name + " runs on silo and rolis"));
   }
   if (mode->options().system == "calvin") {
     info.config.push_back({"calvin_epoch_ms", std::to_string(mode_options.calvin_epoch_ms)});
