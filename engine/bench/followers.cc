@@ -123,8 +123,23 @@ Status FollowerSet::Spawn(const std::string& binary, const FollowerSpec& spec) {
   return Status::OK();
 }
 
+Status FollowerSet::Kill(uint32_t id) {
+  for (Child& c : children_) {
+    if (c.id != id || c.exit_status >= 0) continue;
+    if (kill(c.pid, SIGKILL) != 0) return Status::Internal("kill " + std::to_string(c.pid) + ": " + strerror(errno));
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    c.exit_status = status;
+    c.killed = true;
+    Untrack(c.pid);
+    return Status::OK();
+  }
+  return Status::InvalidArgument("no follower " + std::to_string(id) + " is running");
+}
+
 Status FollowerSet::CheckAlive() {
   for (Child& c : children_) {
+    if (c.killed) continue;
     if (c.exit_status < 0) {
       int status = 0;
       if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;

@@ -30,8 +30,12 @@ class FollowerSet {
 
   // fork + exec of `binary`; the child is pinned before exec.
   Status Spawn(const std::string& binary, const FollowerSpec& spec);
-  // kInternal naming the first follower that has exited, with its log's tail.
+  // kInternal naming the first follower that has exited, with its log's tail
+  // (one killed by Kill is not reported).
   Status CheckAlive();
+  // SIGKILL to follower `id` (a crash, as --kill-follower-at wants it), then
+  // reaps it. kInvalidArgument when there is no such follower alive.
+  Status Kill(uint32_t id);
   // SIGTERM, then SIGKILL after `grace`; reaps every child. Idempotent.
   void Stop(std::chrono::milliseconds grace);
 
@@ -41,6 +45,7 @@ class FollowerSet {
     pid_t pid;
     std::string log_path;
     int exit_status = -1;  // from waitpid, once reaped
+    bool killed = false;   // by Kill
   };
   std::vector<Child> children_;
 };

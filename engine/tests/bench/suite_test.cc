@@ -12,27 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "run_bench.h"
+
 namespace {
 
-std::string RunBench(const std::string& args, int* exit_code) {
-  const std::string cmd = std::string(ROLIS_BENCH_BINARY) + " --rolisd=" + ROLISD_BINARY + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "";
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  *exit_code = pclose(p);
-  return out;
-}
-
-std::string LastLine(const std::string& out) {
-  const size_t end = out.find_last_not_of('\n');
-  if (end == std::string::npos) return "";
-  const size_t nl = out.rfind('\n', end);
-  const size_t begin = nl == std::string::npos ? 0 : nl + 1;
-  return out.substr(begin, end + 1 - begin);
-}
+using rolis::bench::testing::LastLine;
+using rolis::bench::testing::RunBench;
 
 // Small data sets: the point is that each runs and reports, not its figure.
 const char* kSmall =
