@@ -3,14 +3,15 @@
 
     python3 hack/bench/plot.py [DIR]      DIR: build/bench by default
 
-Reads DIR/{suite,mix,threads,batch,zipf,replay}.jsonl (each line one
+Reads DIR/{suite,mix,threads,batch,zipf,replay,correctness}.jsonl (each line one
 rolis-bench or rolis-replay-bench JSON object; a missing file skips its
 plot) and writes into DIR:
   threads.png   throughput against worker threads, every mode (YCSB++)
   latency.png   client-visible commit latency p50/p95/p99 against batch size (rolis)
   zipf.png      throughput and abort rate against zipf theta, rolis and silo
   replay.png    a follower's replay-only throughput against silo's
-  summary.md    a table of every mode x workload, and the YCSB++ ratios
+  summary.md    a table of every mode x workload, the YCSB++ ratios, and the
+                kill-a-follower runs' checks
 Needs Debian's python3-matplotlib (apt-get install -y python3-matplotlib).
 """
 import json
@@ -129,7 +130,7 @@ def plot_replay(d, replay, suite):
     plt.close(fig)
 
 
-def summary(d, suite, mix):
+def summary(d, suite, mix, correctness):
     lines = ["| mode | workload | threads | txn/s | per thread | abort rate | p50 us | p99 us | check |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in suite + mix:
@@ -143,6 +144,13 @@ def summary(d, suite, mix):
         lines.append("")
         lines.append("YCSB++, 1 thread: " + ", ".join(
             f"rolis / {m} = {y['rolis'] / y[m]:.2f}" for m in ("silo", "calvin", "2pl") if y.get(m)))
+    if correctness:
+        lines.append("")
+        lines.append("| mode | workload | follower killed | acknowledged on a majority | workload check |")
+        lines.append("|---|---|---|---|---|")
+        for r in correctness:
+            lines.append(f"| {system(r)} | {r['workload']} | {r.get('killed_follower', 'none')} | "
+                         f"{r.get('acked_check', '')} | {r.get('check', '')} |")
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -155,7 +163,7 @@ def main():
     plot_latency(d, load(d, "batch.jsonl"))
     plot_zipf(d, load(d, "zipf.jsonl"))
     plot_replay(d, load(d, "replay.jsonl"), suite)
-    summary(d, suite, load(d, "mix.jsonl"))
+    summary(d, suite, load(d, "mix.jsonl"), load(d, "correctness.jsonl"))
 
 
 if __name__ == "__main__":
