@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <cstdio>
 
 #include "rolis/v1/admin.grpc.pb.h"
 
@@ -51,6 +52,21 @@ Status CheckMajorityHolds(const v1::StatusResponse& leader, const std::vector<v1
   }
   if (summary != nullptr) *summary = line;
   return bad;
+}
+
+Status CheckAcknowledgedOnMajority(const v1::StatusResponse& leader, const std::vector<std::string>& follower_admins,
+                                   uint32_t replicas, uint64_t acked_ts) {
+  std::vector<v1::StatusResponse> followers;
+  for (const std::string& admin : follower_admins) {
+    v1::StatusResponse f;
+    Status s = MemberStatus(admin, &f);
+    if (!s.ok()) return s;
+    followers.push_back(std::move(f));
+  }
+  std::string summary;
+  Status s = CheckMajorityHolds(leader, followers, replicas, acked_ts, &summary);
+  std::fprintf(stderr, "rolis-bench: --check-acked: %s: %s\n", s.ok() ? "ok" : "FAILED", summary.c_str());
+  return s;
 }
 
 }  // namespace rolis::bench

@@ -22,6 +22,11 @@ namespace rolis::bench {
 // The admin Status of the member at host:port (5 s deadline).
 Status MemberStatus(const std::string& admin_address, v1::StatusResponse* out);
 
+// CheckMajorityHolds with the followers' Status asked of their admin
+// addresses, printing the summary line to stderr.
+Status CheckAcknowledgedOnMajority(const v1::StatusResponse& leader, const std::vector<std::string>& follower_admins,
+                                   uint32_t replicas, uint64_t acked_ts);
+
 // OK when, for every stream of `leader`, at least a majority of `replicas`
 // members (the leader and the `followers` whose next_slot reaches its
 // committed_slot) hold its committed slots, and the acknowledged ts is

@@ -1,13 +1,17 @@
 // The follower rolisd processes of a replicated benchmark run: started on
 // loopback (optionally pinned to given CPUs), stopped and reaped at the end,
 // and killed if rolis-bench is interrupted (SIGINT/SIGTERM) or dies (the
-// children ask the kernel for SIGKILL when their parent goes).
+// children ask the kernel for SIGKILL when their parent goes), or mid-run
+// by --kill-follower-at (KillAfter).
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rolis/status.h"
@@ -36,6 +40,12 @@ class FollowerSet {
   // SIGKILL to follower `id` (a crash, as --kill-follower-at wants it), then
   // reaps it. kInvalidArgument when there is no such follower alive.
   Status Kill(uint32_t id);
+  // Kill(id) from a thread of its own after `delay`, unless StopKillTimer
+  // comes first. Call neither Kill nor the others meanwhile.
+  void KillAfter(uint32_t id, std::chrono::duration<double> delay);
+  // Cancels or joins KillAfter's thread; then the follower it killed (0:
+  // none) and how the kill went. Idempotent.
+  uint32_t StopKillTimer(Status* kill_status);
   // SIGTERM, then SIGKILL after `grace`; reaps every child. Idempotent.
   void Stop(std::chrono::milliseconds grace);
 
@@ -48,6 +58,12 @@ class FollowerSet {
     bool killed = false;   // by Kill
   };
   std::vector<Child> children_;
+  std::thread kill_timer_;
+  std::mutex kill_mu_;
+  std::condition_variable kill_cv_;
+  bool kill_cancel_ = false;  // under kill_mu_
+  uint32_t killed_ = 0;       // written by kill_timer_, read after it is joined
+  Status kill_status_;
 };
 
 // The last `lines` lines of a file ("" if unreadable).

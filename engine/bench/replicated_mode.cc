@@ -275,8 +275,6 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
     while (ts > m && !max_acked_ts_.compare_exchange_weak(m, ts, std::memory_order_relaxed)) {
     }
   }
-  void KillFollowerLater();
-  void StopKiller();
   Status CheckAcked(RunResult* result);
   Status Elect();
   Status SpawnFollowers(Database* db);
@@ -304,12 +302,7 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
   bool stopped_ = false;
   // --kill-follower-at and --check-acked (ModeOptions).
   std::atomic<uint64_t> max_acked_ts_{0};  // the largest commit ts acknowledged
-  std::thread killer_;
-  std::mutex killer_mu_;
-  std::condition_variable killer_cv_;
-  bool killer_cancel_ = false;  // under killer_mu_
-  uint32_t killed_ = 0;         // the follower killed (set by killer_ before it ends)
-  Status kill_status_;
+  uint32_t killed_ = 0;  // the follower killed, once the kill timer is stopped
   std::atomic<bool> frozen_{false};  // CheckAcked stopped the leader: nothing more will be acknowledged
 };
 
@@ -432,35 +425,10 @@ Status Replicated::Start(Database* db) {
   if (!s.ok()) return s;
   forwarding_.store(true);
   observer_ = std::thread([this] { Observe(); });
-  if (o_.kill_follower_at > 0) killer_ = std::thread([this] { KillFollowerLater(); });
+  // A crash of the last follower mid-run: SIGKILL, no shutdown of any kind.
+  // The run goes on with the others, which are still a majority.
+  if (o_.kill_follower_at > 0) followers_.KillAfter(o_.replicas, std::chrono::duration<double>(o_.kill_follower_at));
   return Status::OK();
-}
-
-// A crash of the last follower mid-run: SIGKILL, no shutdown of any kind.
-// The run goes on with the others, which are still a majority.
-void Replicated::KillFollowerLater() {
-  NameThisThread("bench-killer");
-  const auto at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                          std::chrono::duration<double>(o_.kill_follower_at));
-  {
-    std::unique_lock<std::mutex> g(killer_mu_);
-    if (killer_cv_.wait_until(g, at, [this] { return killer_cancel_; })) return;
-  }
-  kill_status_ = followers_.Kill(o_.replicas);
-  if (kill_status_.ok()) {
-    killed_ = o_.replicas;
-    std::fprintf(stderr, "rolis-bench: killed follower %u (SIGKILL) %.2f s into the run\n", killed_,
-                 o_.kill_follower_at);
-  }
-}
-
-void Replicated::StopKiller() {
-  {
-    std::lock_guard<std::mutex> g(killer_mu_);
-    killer_cancel_ = true;
-  }
-  killer_cv_.notify_all();
-  if (killer_.joinable()) killer_.join();
 }
 
 // As the run ends: the leader stops as if it crashed (nothing more reaches
@@ -472,17 +440,11 @@ Status Replicated::CheckAcked(RunResult* result) {
   repl_->Stop();
   v1::StatusResponse leader;
   repl_->FillStatus(&leader);
-  std::vector<v1::StatusResponse> followers;
+  std::vector<std::string> followers;
   for (uint32_t id = 2; id <= o_.replicas; id++) {
-    if (id == killed_) continue;
-    v1::StatusResponse f;
-    Status s = MemberStatus(Hp(ports_[o_.replicas + 3 * (id - 2) + 1]), &f);
-    if (!s.ok()) return s;
-    followers.push_back(std::move(f));
+    if (id != killed_) followers.push_back(Hp(ports_[o_.replicas + 3 * (id - 2) + 1]));
   }
-  std::string summary;
-  Status s = CheckMajorityHolds(leader, followers, o_.replicas, acked, &summary);
-  std::fprintf(stderr, "rolis-bench: --check-acked: %s: %s\n", s.ok() ? "ok" : "FAILED", summary.c_str());
+  Status s = CheckAcknowledgedOnMajority(leader, followers, o_.replicas, acked);
   result->acked_check = s.ok() ? "ok" : "failed";
   return s;
 }
@@ -565,8 +527,9 @@ Status Replicated::Elect() {
 
 Status Replicated::Finish(RunResult* result) {
   // Every worker has stopped: what they committed is in the rings.
-  StopKiller();
-  if (!kill_status_.ok()) return kill_status_;
+  Status kill_status;
+  killed_ = followers_.StopKillTimer(&kill_status);
+  if (!kill_status.ok()) return kill_status;
   result->killed_follower = killed_;
   Status check;
   if (o_.kill_follower_at > 0 && killed_ == 0) {
@@ -595,7 +558,7 @@ Status Replicated::Finish(RunResult* result) {
 void Replicated::Shutdown() {
   if (stopped_) return;
   stopped_ = true;
-  StopKiller();
+  followers_.StopKillTimer(nullptr);
   observer_stop_.store(true);
   if (observer_.joinable()) observer_.join();
   forwarding_.store(false);
