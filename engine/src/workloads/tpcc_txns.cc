@@ -556,7 +556,7 @@ TxnOutcome Tpcc::RunStockLevel(WorkerContext& ctx, const TpccStockLevelInput& in
     return Stale(RunTxn(ctx, kStockLevel, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
       stale = false;
       // Declared: the 20 orders below the D_NEXT_O_ID its reconnaissance
-      // read (Stock-Level needs only read-committed isolation; order lines
+      // read (Stock-Level needs only committed reads, clause 3.4.1; order lines
       // never change their items), whose items must be the declared ones.
       uint32_t next = in.next_o;
       if (!check) {
