@@ -94,7 +94,11 @@ class CalvinMode final : public Mode {
     calvin_->Stop();  // every worker has drained what it submitted
     if (!log_mode_) return Status::OK();
     RunResult log_result;  // the log stream's own figures are not the run's
-    return log_mode_->Finish(&log_result);
+    Status s = log_mode_->Finish(&log_result);
+    // Its --kill-follower-at and --check-acked: those of the batch log.
+    result->killed_follower = log_result.killed_follower;
+    result->acked_check = log_result.acked_check;
+    return s;
   }
 
   void Shutdown() override {

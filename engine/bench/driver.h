@@ -122,6 +122,9 @@ struct RunResult {
   bool has_ack_latency = false;
   LogLinearHistogram ack_latency;
   uint64_t unacked = 0;    // committed, but not acknowledged within 10 s of the window's end
+  // --check-acked (ModeOptions::check_acked): "ok" or "failed"; empty when not asked.
+  std::string acked_check;
+  uint32_t killed_follower = 0;  // --kill-follower-at: the follower killed (0: none)
   uint64_t unsampled = 0;  // committed, not in ack_latency (its worker's queue to the observer was full)
   // Replicated mode: time the workers waited for room in their stream's
   // ring of batches (flow control), warmup and window together.

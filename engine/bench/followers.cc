@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -80,7 +81,10 @@ FollowerSet::FollowerSet() {
   }
 }
 
-FollowerSet::~FollowerSet() { Stop(std::chrono::milliseconds(0)); }
+FollowerSet::~FollowerSet() {
+  StopKillTimer(nullptr);
+  Stop(std::chrono::milliseconds(0));
+}
 
 Status FollowerSet::Spawn(const std::string& binary, const FollowerSpec& spec) {
   if (children_.size() >= kMaxChildren) return Status::InvalidArgument("too many followers");
@@ -123,8 +127,49 @@ Status FollowerSet::Spawn(const std::string& binary, const FollowerSpec& spec) {
   return Status::OK();
 }
 
+Status FollowerSet::Kill(uint32_t id) {
+  for (Child& c : children_) {
+    if (c.id != id || c.exit_status >= 0) continue;
+    if (kill(c.pid, SIGKILL) != 0) return Status::Internal("kill " + std::to_string(c.pid) + ": " + strerror(errno));
+    int status = 0;
+    waitpid(c.pid, &status, 0);
+    c.exit_status = status;
+    c.killed = true;
+    Untrack(c.pid);
+    return Status::OK();
+  }
+  return Status::InvalidArgument("no follower " + std::to_string(id) + " is running");
+}
+
+void FollowerSet::KillAfter(uint32_t id, std::chrono::duration<double> delay) {
+  const auto at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(delay);
+  kill_timer_ = std::thread([this, id, at, delay] {
+    {
+      std::unique_lock<std::mutex> g(kill_mu_);
+      if (kill_cv_.wait_until(g, at, [this] { return kill_cancel_; })) return;
+    }
+    kill_status_ = Kill(id);
+    if (kill_status_.ok()) {
+      killed_ = id;
+      std::fprintf(stderr, "rolis-bench: killed follower %u (SIGKILL) %.2f s into the run\n", id, delay.count());
+    }
+  });
+}
+
+uint32_t FollowerSet::StopKillTimer(Status* kill_status) {
+  {
+    std::lock_guard<std::mutex> g(kill_mu_);
+    kill_cancel_ = true;
+  }
+  kill_cv_.notify_all();
+  if (kill_timer_.joinable()) kill_timer_.join();
+  if (kill_status != nullptr) *kill_status = kill_status_;
+  return killed_;
+}
+
 Status FollowerSet::CheckAlive() {
   for (Child& c : children_) {
+    if (c.killed) continue;
     if (c.exit_status < 0) {
       int status = 0;
       if (waitpid(c.pid, &status, WNOHANG) != c.pid) continue;

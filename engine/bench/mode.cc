@@ -24,6 +24,10 @@ Status MakeMode(const ModeOptions& given, std::unique_ptr<Mode>* mode) {
   if (options.mode == "unreplicated") options.mode = "silo";
   if (options.mode == "replicated") options.mode = "rolis";
   options.system = options.mode;
+  if ((options.kill_follower_at > 0 || options.check_acked) && options.replicas < 3) {
+    return Status::InvalidArgument("--kill-follower-at and --check-acked need a replicated mode with followers "
+                                   "(--mode=rolis, 2pl or calvin with --replicas=3 or more)");
+  }
   if (options.system == "silo") {
     options.mode = "unreplicated";
     if (options.replicas != 1) {

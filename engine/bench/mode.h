@@ -46,6 +46,13 @@ struct ModeOptions {
   // disk: the members' data directories go in a temporary directory made
   // here (removed at exit); empty: $TMPDIR or /tmp.
   std::string data_root;
+  // Replicated (rolis, 2pl, calvin's batch log; docs/benchmarks.md,
+  // "Correctness"): SIGKILL the last follower this many seconds after the
+  // run starts (warmup included; 0: never), and after the run check that a
+  // majority of the members, the killed one not among them, holds every
+  // transaction (calvin: every batch) the bench acknowledged.
+  double kill_follower_at = 0;
+  bool check_acked = false;
 };
 
 // A running mode: owns what the database needs besides itself. The bench

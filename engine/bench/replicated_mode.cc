@@ -21,6 +21,7 @@
 #include <random>
 #include <thread>
 
+#include "acked_check.h"
 #include "cycle_clock.h"
 #include "followers.h"
 #include "rolisd/paxos_replicator.h"
@@ -259,6 +260,7 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
     Release(*per_[t]);
     Status s = waits_[t]->Wait([&](ReplicatedWait* w) { return repl_->AwaitWatermark(commit_ts, w); },
                                std::chrono::milliseconds(10000));
+    if (s.ok()) NoteAcked(commit_ts);
     return s;
   }
   void ThreadEnd(uint32_t t) override {
@@ -268,6 +270,12 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
 
  private:
   void Observe();
+  void NoteAcked(uint64_t ts) {
+    uint64_t m = max_acked_ts_.load(std::memory_order_relaxed);
+    while (ts > m && !max_acked_ts_.compare_exchange_weak(m, ts, std::memory_order_relaxed)) {
+    }
+  }
+  Status CheckAcked(RunResult* result);
   Status Elect();
   Status SpawnFollowers(Database* db);
   std::string MemberDataDir(uint32_t id) const { return data_dir_ + "/member-" + std::to_string(id); }
@@ -292,6 +300,10 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
   LogLinearHistogram latency_;  // observer's until it is joined
   uint64_t never_acked_ = 0;
   bool stopped_ = false;
+  // --kill-follower-at and --check-acked (ModeOptions).
+  std::atomic<uint64_t> max_acked_ts_{0};  // the largest commit ts acknowledged
+  uint32_t killed_ = 0;  // the follower killed, once the kill timer is stopped
+  std::atomic<bool> frozen_{false};  // CheckAcked stopped the leader: nothing more will be acknowledged
 };
 
 Status Replicated::Init() {
@@ -413,7 +425,28 @@ Status Replicated::Start(Database* db) {
   if (!s.ok()) return s;
   forwarding_.store(true);
   observer_ = std::thread([this] { Observe(); });
+  // A crash of the last follower mid-run: SIGKILL, no shutdown of any kind.
+  // The run goes on with the others, which are still a majority.
+  if (o_.kill_follower_at > 0) followers_.KillAfter(o_.replicas, std::chrono::duration<double>(o_.kill_follower_at));
   return Status::OK();
+}
+
+// As the run ends: the leader stops as if it crashed (nothing more reaches
+// the followers), then a majority must hold what it acknowledged
+// (acked_check.h).
+Status Replicated::CheckAcked(RunResult* result) {
+  const uint64_t acked = max_acked_ts_.load();
+  frozen_.store(true);
+  repl_->Stop();
+  v1::StatusResponse leader;
+  repl_->FillStatus(&leader);
+  std::vector<std::string> followers;
+  for (uint32_t id = 2; id <= o_.replicas; id++) {
+    if (id != killed_) followers.push_back(Hp(ports_[o_.replicas + 3 * (id - 2) + 1]));
+  }
+  Status s = CheckAcknowledgedOnMajority(leader, followers, o_.replicas, acked);
+  result->acked_check = s.ok() ? "ok" : "failed";
+  return s;
 }
 
 // What rolisd's leader loop does when G advances (complete the waiting
@@ -435,7 +468,7 @@ void Replicated::Observe() {
   for (;;) {
     const bool stopping = observer_stop_.load();
     if (stopping && deadline == std::chrono::steady_clock::time_point{}) {
-      deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      deadline = std::chrono::steady_clock::now() + (frozen_.load() ? std::chrono::seconds(0) : std::chrono::seconds(10));
     }
     bool all_acked = true;
     uint64_t oldest = UINT64_MAX;
@@ -448,6 +481,7 @@ void Replicated::Observe() {
       const uint64_t now = CycleNow();
       while (!p.waiting.empty() && repl_->WatermarkCovers(p.waiting.front().ts)) {
         latency_.Record(now - p.waiting.front().start);
+        NoteAcked(p.waiting.front().ts);
         p.waiting.pop_front();
       }
       all_acked = all_acked && p.waiting.empty();
@@ -493,6 +527,17 @@ Status Replicated::Elect() {
 
 Status Replicated::Finish(RunResult* result) {
   // Every worker has stopped: what they committed is in the rings.
+  Status kill_status;
+  killed_ = followers_.StopKillTimer(&kill_status);
+  if (!kill_status.ok()) return kill_status;
+  result->killed_follower = killed_;
+  Status check;
+  if (o_.kill_follower_at > 0 && killed_ == 0) {
+    check = Status::InvalidArgument("--kill-follower-at=" + std::to_string(o_.kill_follower_at) +
+                                    ": the run ended before (it counts from the start of the warmup)");
+  } else if (o_.check_acked) {
+    check = CheckAcked(result);  // before the drain: what is acknowledged by now
+  }
   observer_stop_.store(true);
   if (observer_.joinable()) observer_.join();
   result->has_ack_latency = true;
@@ -501,9 +546,10 @@ Status Replicated::Finish(RunResult* result) {
   for (auto& p : per_) result->unsampled += p->unsampled;
   result->flow_control_wait_ms = static_cast<double>(repl_->flow_control_wait_nanos()) / 1e6;
   if (!worker_cpus_.empty()) result->threads_on_worker_cpus = ThreadsAllowedOn(worker_cpus_);
+  if (!check.ok()) return check;
   Status s = followers_.CheckAlive();
   if (!s.ok()) return s;
-  if (repl_->role() != rolis::Role::kLeader) {
+  if (!frozen_ && repl_->role() != rolis::Role::kLeader) {
     return Status::Internal("the in-process member stopped leading during the run");
   }
   return Status::OK();
@@ -512,6 +558,7 @@ Status Replicated::Finish(RunResult* result) {
 void Replicated::Shutdown() {
   if (stopped_) return;
   stopped_ = true;
+  followers_.StopKillTimer(nullptr);
   observer_stop_.store(true);
   if (observer_.joinable()) observer_.join();
   forwarding_.store(false);
@@ -540,6 +587,9 @@ Status MakeReplicatedMode(const ModeOptions& given, std::unique_ptr<Mode>* mode,
                                    "rolis-bench (ninja rolisd) or pass --rolisd=PATH");
   }
   o.rolisd = rolisd;
+  if ((o.kill_follower_at > 0 || o.check_acked) && o.replicas < 3) {
+    return Status::InvalidArgument("--kill-follower-at and --check-acked need followers (--replicas=3 or more)");
+  }
   auto r = std::make_unique<Replicated>(o, rolisd);
   Status s = r->Init();
   if (!s.ok()) return s;

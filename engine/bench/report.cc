@@ -116,6 +116,8 @@ std::string JsonLine(const RunInfo& info, const RunResult& r) {
   j["other_cpu_load"] = info.other_cpu_load;
   j["other_cpu_load_rounds"] = r.other_cpu_load_rounds;
   j["other_cpu_load_unpinned"] = static_cast<uint64_t>(r.other_cpu_load_unpinned);
+  if (r.killed_follower != 0) j["killed_follower"] = r.killed_follower;
+  if (!r.acked_check.empty()) j["acked_check"] = r.acked_check;
   if (r.has_ack_latency) {
     j["batch_timeout_us"] = static_cast<uint64_t>(info.mode.batch_timeout.count());
     j["durability"] = info.mode.durability;

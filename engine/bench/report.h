@@ -34,7 +34,8 @@ void PrintTable(std::FILE* out, const RunInfo& info, const RunResult& result);
 // "client_visible_commit": what p50_us, p95_us and p99_us measure),
 // p50_us, p95_us, p99_us, engine_p50_us, engine_p99_us, commits, aborts,
 // rollbacks, replicas, batch_size, other_cpu_load, other_cpu_load_rounds,
-// other_cpu_load_unpinned, (replicated: batch_timeout_us,
+// other_cpu_load_unpinned, (--kill-follower-at: killed_follower; --check-acked:
+// acked_check "ok" or "failed"), (replicated: batch_timeout_us,
 // acked_txns, unacked_txns, unsampled_txns), rate_tps (open loop target,
 // 0: closed loop), max_lag_us, steal_ms, load_seconds, pinned, huge_pages,
 // (replicated: patch_updates, flow_control_wait_ms),

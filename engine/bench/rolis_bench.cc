@@ -6,7 +6,8 @@
 //               [--mode=silo|rolis|2pl|calvin] [--warmup=S] [--seed=N] [--rate=TPS]
 //               [--zipf=THETA] [--mix=90/10|50/50|10/90] [--ycsb-keys=N] [--tpcc-...]
 //               [--replicas=1|3|5|7 [--batch-size=B] [--batch-timeout=1ms] [--rolisd=PATH]
-//                [--durability=memory|disk [--data-root=PATH]]]
+//                [--durability=memory|disk [--data-root=PATH]]
+//                [--kill-follower-at=SECONDS] [--check-acked]]
 //
 // --mode=rolis (or --replicas=3) is the replicated mode (replicated_mode.h):
 // the leader in this process, two rolisd followers on loopback. 2pl and
@@ -132,6 +133,14 @@ int main(int argc, char** argv) {
   app.add_option("--data-root", mode_options.data_root,
                  "--durability=disk: the members' data directories go in a temporary directory made here and "
                  "removed at exit (default: $TMPDIR or /tmp); its file system is what the fdatasyncs measure");
+  app.add_option("--kill-follower-at", mode_options.kill_follower_at,
+                 "replicated: SIGKILL the last follower this many seconds after the run starts (warmup included); "
+                 "the run goes on with the majority")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--check-acked", mode_options.check_acked,
+               "replicated: after the run, stop the leader as if it crashed and check that a majority of the "
+               "members (a killed follower not among them) holds every transaction (calvin: batch) acknowledged; "
+               "exit 1 if not");
   app.add_option("--rolisd", mode_options.rolisd, "rolisd binary for the followers (default: next to rolis-bench)");
   app.add_option("--ycsb-keys", ycsb.keys, "YCSB++ records")->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
   app.add_option("--tpcc-warehouses", tpcc.warehouses, "TPC-C warehouses (0 = one per thread)");
@@ -235,7 +244,8 @@ int main(int argc, char** argv) {
   if (mode->txn_runner() != nullptr && !workload->declares_sets()) {
     return Fail("--mode", Status::InvalidArgument("--mode=" + mode->options().system + " runs transactions that " +
                                                   "declare their read and write sets (ycsbpp, retwis, tpca, bank, " +
-                                                  "hash); " + workload_name + " runs on silo and rolis"));
+                                                  "hash, tpcc with at most 20 districts per warehouse); this " +
+                                                  workload_name + " runs on silo and rolis"));
   }
   if (mode->options().system == "calvin") {
     info.config.push_back({"calvin_epoch_ms", std::to_string(mode_options.calvin_epoch_ms)});

@@ -3,12 +3,12 @@
 
     python3 hack/bench/plot.py [DIR]      DIR: build/bench by default
 
-Reads DIR/{suite,mix,threads,batch,zipf,replay}.jsonl (each line one
-rolis-bench or rolis-replay-bench JSON object), DIR/failover.jsonl and
-DIR/failover-kind.jsonl (rolisctl bench --timeline lines with the leader's
-kill: kill_at_s, or kill_unix on rolisctl's clock) and DIR/rtt.jsonl
-(rolisctl bench lines with rtt_ms, the round trip injected between nodes);
-a missing file skips its plot. Writes into DIR:
+Reads DIR/{suite,mix,threads,batch,zipf,replay,correctness}.jsonl (each
+line one rolis-bench or rolis-replay-bench JSON object), DIR/failover.jsonl
+and DIR/failover-kind.jsonl (rolisctl bench --timeline lines with the
+leader's kill: kill_at_s, or kill_unix on rolisctl's clock) and
+DIR/rtt.jsonl (rolisctl bench lines with rtt_ms, the round trip injected
+between nodes); a missing file skips its plot. Writes into DIR:
   threads.png   throughput against worker threads, every mode (YCSB++)
   latency.png   client-visible commit latency p50/p95/p99 against batch size (rolis)
   zipf.png      throughput and abort rate against zipf theta, rolis and silo
@@ -16,7 +16,8 @@ a missing file skips its plot. Writes into DIR:
   failover.png, failover-kind.png
                 throughput and failures per timeline bucket, the kill marked
   rtt.png       commit latency p50/p99 and throughput against injected RTT
-  summary.md    a table of every mode x workload, and the YCSB++ ratios
+  summary.md    a table of every mode x workload, the YCSB++ ratios, and the
+                kill-a-follower runs' checks
 Needs Debian's python3-matplotlib (apt-get install -y python3-matplotlib).
 """
 import json
@@ -231,7 +232,7 @@ def plot_rtt(d, rows):
     plt.close(fig)
 
 
-def summary(d, suite, mix):
+def summary(d, suite, mix, correctness):
     lines = ["| mode | workload | threads | txn/s | per thread | abort rate | p50 us | p99 us | check |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in suite + mix:
@@ -245,6 +246,13 @@ def summary(d, suite, mix):
         lines.append("")
         lines.append("YCSB++, 1 thread: " + ", ".join(
             f"rolis / {m} = {y['rolis'] / y[m]:.2f}" for m in ("silo", "calvin", "2pl") if y.get(m)))
+    if correctness:
+        lines.append("")
+        lines.append("| mode | workload | follower killed | acknowledged on a majority | workload check |")
+        lines.append("|---|---|---|---|---|")
+        for r in correctness:
+            lines.append(f"| {system(r)} | {r['workload']} | {r.get('killed_follower', 'none')} | "
+                         f"{r.get('acked_check', '')} | {r.get('check', '')} |")
     with open(os.path.join(d, "summary.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -260,7 +268,7 @@ def main():
     plot_failover(d, load(d, "failover.jsonl"), "failover.png")
     plot_failover(d, load(d, "failover-kind.jsonl"), "failover-kind.png")
     plot_rtt(d, load(d, "rtt.jsonl"))
-    summary(d, suite, load(d, "mix.jsonl"))
+    summary(d, suite, load(d, "mix.jsonl"), load(d, "correctness.jsonl"))
 
 
 if __name__ == "__main__":

@@ -50,14 +50,32 @@ Status Calvin::WaitError() const {
 }
 
 // Per transaction: type, the number of parameters, the parameters
-// (little-endian, as in memory). The declared sets follow from them.
+// (little-endian, as in memory), and the number of declared keys. The sets
+// follow from the parameters, except after a reconnaissance: then the keys
+// follow (hash, then 1 for a write), so that every member schedules the
+// transaction with the set its reconnaissance found.
 void Calvin::Encode(const std::vector<Txn*>& batch, std::string* out) {
   out->clear();
   for (const Txn* t : batch) {
-    const uint32_t head[2] = {t->req.type, t->req.nparams};
+    const uint32_t nkeys = t->req.reconnoitred ? static_cast<uint32_t>(t->req.keys.size()) : 0;
+    const uint32_t head[3] = {t->req.type, t->req.nparams, nkeys};
     out->append(reinterpret_cast<const char*>(head), sizeof head);
     out->append(reinterpret_cast<const char*>(t->req.params), sizeof(uint64_t) * t->req.nparams);
+    for (uint32_t i = 0; i < nkeys; ++i) {
+      const workloads::LockKey& k = t->req.keys[i];
+      out->append(reinterpret_cast<const char*>(&k.hash), sizeof k.hash);
+      out->push_back(k.write ? 1 : 0);
+    }
   }
+}
+
+void Calvin::Resubmit(workloads::WorkerContext& ctx, workloads::Workload* workload, Txn* t) {
+  t->restarts++;
+  restarts_.fetch_add(1, std::memory_order_relaxed);
+  workload->Reconnoiter(ctx, &t->req);
+  t->req.Normalize();
+  std::lock_guard<std::mutex> g(pending_mu_);
+  pending_.push_back(t);
 }
 
 void Calvin::SequencerLoop() {
@@ -190,7 +208,13 @@ TxnOutcome Calvin::RunOne(workloads::WorkerContext& ctx, workloads::Workload* wo
     if (Txn* t = PopGranted(me)) {
       TxnOutcome out = workload->Execute(ctx, t->req);
       Release(t);
+      if (out.error.ok() && out.set_changed) {
+        Resubmit(ctx, workload, t);
+        continue;
+      }
       out.submitted_at = t->submitted_at;
+      out.conflict_aborts += t->restarts;
+      t->restarts = 0;
       me.free.push_back(t);
       me.done_in_window++;
       return out;
@@ -210,6 +234,11 @@ Status Calvin::ThreadEnd(workloads::WorkerContext& ctx, workloads::Workload* wor
     if (Txn* t = PopGranted(me)) {
       TxnOutcome out = workload->Execute(ctx, t->req);
       Release(t);
+      if (out.error.ok() && out.set_changed) {
+        Resubmit(ctx, workload, t);
+        continue;
+      }
+      t->restarts = 0;
       me.free.push_back(t);
       if (!out.error.ok()) return out.error;
       round = 0;

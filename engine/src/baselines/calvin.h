@@ -14,10 +14,12 @@
 // `outstanding_per_thread` (a fixed number is either too few for YCSB++ or,
 // for the bank's audits of every account, more than an epoch can run).
 //
-// Transactions must declare their sets (Workload::declares_sets). A
-// transaction whose set depends on what it reads would first run a
-// reconnaissance read and be restarted when the set changed; no workload
-// that runs here needs it (TPC-C, which would, runs on silo and rolis).
+// Transactions must declare their sets (Workload::declares_sets). One whose
+// set depends on what it reads (TPC-C's) computed it with a reconnaissance
+// read when it was generated (Calvin's OLLP); the batch carries that set.
+// When its execution finds the set changed (TxnOutcome::set_changed) it has
+// written nothing: its locks go, it reconnoitres again and is resubmitted
+// to a later batch, and its outcome counts each restart as a conflict abort.
 #pragma once
 
 #include <atomic>
@@ -61,6 +63,7 @@ class Calvin : public workloads::TxnRunner {
 
   uint64_t epochs() const { return epochs_.load(); }
   uint64_t sequenced() const { return sequenced_.load(); }
+  uint64_t restarts() const { return restarts_.load(); }
 
  private:
   struct Txn {
@@ -68,6 +71,7 @@ class Calvin : public workloads::TxnRunner {
     uint32_t owner = 0;
     uint64_t submitted_at = 0;
     uint32_t missing = 0;  // locks not yet granted (lock manager's mutex)
+    uint32_t restarts = 0;  // resubmissions after a changed set
   };
   struct Entry {
     Txn* txn;
@@ -95,6 +99,8 @@ class Calvin : public workloads::TxnRunner {
   static void Encode(const std::vector<Txn*>& batch, std::string* out);
   void Schedule(const std::vector<Txn*>& batch);  // queue the locks in batch order
   void Release(Txn* txn);
+  // After set_changed: reconnoitre and queue it for the next batch.
+  void Resubmit(workloads::WorkerContext& ctx, workloads::Workload* workload, Txn* t);
   void GrantMore(KeyQueue& kq);
   void Grant(Txn* txn);
   Txn* PopGranted(PerThread& me);
@@ -117,6 +123,7 @@ class Calvin : public workloads::TxnRunner {
   Status error_;
   std::atomic<uint64_t> epochs_{0};
   std::atomic<uint64_t> sequenced_{0};
+  std::atomic<uint64_t> restarts_{0};
 };
 
 }  // namespace rolis::baselines

@@ -5,6 +5,11 @@
 // replicated to a majority (hooks.wait_replicated). The engine's OCC then
 // finds no conflict among locked transactions; what 2PL costs is the time
 // the locks are held across replication.
+//
+// A transaction whose set came from a reconnaissance (Workload::Reconnoiter)
+// and whose execution finds it changed (TxnOutcome::set_changed) releases
+// its locks, reconnoitres again and restarts with the same timestamp; each
+// restart counts as a conflict abort.
 #pragma once
 
 #include <atomic>
@@ -35,6 +40,7 @@ class TwoPhaseLocking : public workloads::TxnRunner {
   workloads::TxnOutcome RunOne(workloads::WorkerContext& ctx, workloads::Workload* workload) override;
 
   uint64_t deaths() const { return deaths_.load(std::memory_order_relaxed); }
+  uint64_t restarts() const { return restarts_.load(std::memory_order_relaxed); }
 
  private:
   struct PerThread {
@@ -42,11 +48,14 @@ class TwoPhaseLocking : public workloads::TxnRunner {
     std::vector<std::pair<uint32_t, bool>> slots;  // (slot, write), sorted, one per slot
   };
 
+  void LockSlots(PerThread& me);  // me.slots from me.req.keys
+
   TwoPhaseLockingHooks hooks_;
   WaitDieLockTable locks_;
   std::vector<std::unique_ptr<PerThread>> per_;
   std::atomic<uint64_t> next_ts_{1};
   std::atomic<uint64_t> deaths_{0};
+  std::atomic<uint64_t> restarts_{0};
 };
 
 }  // namespace rolis::baselines

@@ -8,21 +8,18 @@
 #include <vector>
 
 #include "workloads/load_util.h"
+#include "workloads/tpcc_internal.h"
 
 namespace rolis::workloads {
 
 using namespace tpcc;  // NOLINT: rows and keys of this workload
+using namespace tpcc_internal;  // NOLINT: shared with tpcc_declared.cc
 
 namespace {
 
 constexpr std::string_view kTypeNames[] = {"NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"};
 
-constexpr uint32_t kMaxLines = 15;            // order lines per order
-constexpr uint32_t kStockLevelOrders = 20;    // StockLevel looks at the last 20 orders
-constexpr uint32_t kMaxNameMatches = 1024;    // customers of one last name in a district
 constexpr int64_t kDistrictInitialYtd = 3000000;  // 30,000.00
-
-uint32_t Now() { return static_cast<uint32_t>(::time(nullptr)); }
 
 // Random alphanumeric string of length [lo, hi] into out (zero-padded to
 // width when width > 0); returns its length.
@@ -58,51 +55,7 @@ uint8_t RandomData(Rng& rng, char (&data)[50]) {
   return static_cast<uint8_t>(n);
 }
 
-// Whether "ORIGINAL" occurs in data[0, len). The data is random
-// alphanumeric, so memchr for its first letter leaves about one candidate.
-bool HasOriginal(const char* data, size_t len) {
-  if (len < 8) return false;
-  const char* p = data;
-  const char* last = data + len - 8;  // last possible start
-  while (p <= last) {
-    p = static_cast<const char*>(std::memchr(p, 'O', static_cast<size_t>(last - p) + 1));
-    if (p == nullptr) return false;
-    if (std::memcmp(p, "ORIGINAL", 8) == 0) return true;
-    ++p;
-  }
-  return false;
-}
-
-// Appends the decimal digits of v at p; returns the new end.
-char* AppendUint(char* p, uint64_t v) {
-  char tmp[20];
-  int n = 0;
-  do {
-    tmp[n++] = static_cast<char>('0' + v % 10);
-    v /= 10;
-  } while (v != 0);
-  while (n > 0) *p++ = tmp[--n];
-  return p;
-}
-
 }  // namespace
-
-// Per-thread buffers: nothing here is allocated per transaction.
-struct Tpcc::Thread : ThreadState {
-  uint32_t home_w = 1;
-  uint32_t history_seq = 0;  // 4 bytes of the history key (tpcc_schema.h)
-  std::vector<uint32_t> delivery_hint;  // per district: no new_order row below this o_id
-  std::array<uint32_t, kMaxNameMatches> name_ids{};
-  size_t name_count = 0;
-  std::array<OrderLine, kMaxLines> lines{};
-  std::array<uint8_t, kMaxLines> line_numbers{};
-  size_t line_count = 0;
-  std::array<uint32_t, kStockLevelOrders * kMaxLines> items{};
-  size_t item_count = 0;
-  Customer customer{};
-  Stock stock{};
-  uint64_t sink = 0;  // results a terminal would display; kept so they are computed
-};
 
 Tpcc::Tpcc(const TpccConfig& config) : config_(config) {
   // NURand constants (2.1.6): C_LAST at run differs from load by a delta in
@@ -244,7 +197,7 @@ Status Tpcc::LoadItems(Worker* worker, uint32_t lo, uint32_t hi) {
 Status Tpcc::LoadWarehouse(Worker* worker, uint32_t w, uint32_t loader) {
   const TpccConfig& c = config_;
   const uint32_t D = c.districts_per_warehouse, C = c.customers_per_district;
-  const uint32_t now = Now();
+  const uint32_t now = TpccNow();
   Rng rng(c.seed * 1000003 + w);
 
   // WAREHOUSE, and its STOCK.
@@ -383,6 +336,7 @@ void Tpcc::InitThread(WorkerContext& ctx) {
   auto st = std::make_unique<Thread>();
   st->home_w = HomeWarehouse(ctx);
   st->delivery_hint.assign(config_.districts_per_warehouse + 1, 0);
+  st->delivery_claim.assign(config_.districts_per_warehouse + 1, 0);
   ctx.state = std::move(st);
 }
 
@@ -392,6 +346,7 @@ TxnOutcome Tpcc::RunType(WorkerContext& ctx, uint32_t type, uint32_t home_w) {
     // The delivery hints are of the home warehouse's districts.
     st.home_w = home_w;
     std::fill(st.delivery_hint.begin(), st.delivery_hint.end(), 0);
+    std::fill(st.delivery_claim.begin(), st.delivery_claim.end(), 0);
   }
   switch (type) {
     case kNewOrder: return NewOrderTxn(ctx);
@@ -417,453 +372,5 @@ TxnOutcome Tpcc::RunOne(WorkerContext& ctx) {
   return StockLevelTxn(ctx);
 }
 
-namespace {
-
-// Reads a row; a missing row or a row of the wrong size is reported with
-// `missing` (kNotFound is passed through as is).
-template <class Row>
-Status GetRow(Transaction& txn, Table* table, std::string_view key, Row* row) {
-  std::string_view value;
-  Status s = txn.GetView(table, key, &value);  // no copy into a string: straight into the row
-  if (!s.ok()) return s;
-  if (!DecodeRow(value, row)) return Status::Internal("tpcc: row of unexpected size");
-  return Status::OK();
-}
-
-// Writes back the fields of a row read in this transaction that lie in
-// [first, end) (pointers into `row`): an Update of those bytes, so the
-// commit need not compare the rows to find what changed (rolis/db.h).
-template <class Row>
-Status UpdateFields(Transaction& txn, Table* table, std::string_view key, const Row& row, const void* first,
-                    const void* end) {
-  const char* base = reinterpret_cast<const char*>(&row);
-  const char* from = static_cast<const char*>(first);
-  return txn.Update(table, key, static_cast<size_t>(from - base),
-                    std::string_view(from, static_cast<size_t>(static_cast<const char*>(end) - from)));
-}
-
-// A row the workload knows exists (inserted at load, never deleted) was not
-// found: in a read-write transaction a concurrent change may explain it, so
-// it is treated as a conflict; anything else is passed on.
-Status NotFoundIsConflict(Status s) {
-  if (s.IsNotFound()) return Status::Aborted("tpcc: row vanished under a concurrent transaction");
-  return s;
-}
-
-}  // namespace
-
-TxnOutcome Tpcc::NewOrderTxn(WorkerContext& ctx) {
-  Thread& st = static_cast<Thread&>(*ctx.state);
-  Rng& rng = ctx.rng;
-  const uint32_t w = st.home_w;
-  const uint32_t d = static_cast<uint32_t>(rng.UniformInt(1, config_.districts_per_warehouse));
-  const uint32_t c = CustomerIdRun(rng);
-  const uint32_t ol_cnt = static_cast<uint32_t>(rng.UniformInt(5, kMaxLines));
-  const bool rollback = rng.Percent(config_.rollback_percent);
-  struct Line {
-    uint32_t i_id, supply_w, quantity;
-    Key item_key, stock_key;
-  };
-  std::array<Line, kMaxLines> lines;
-  uint8_t all_local = 1;
-  for (uint32_t i = 0; i < ol_cnt; ++i) {
-    lines[i].i_id = NURand(rng, 8191, 1, config_.items, c_ol_i_id_);
-    lines[i].supply_w = w;
-    if (warehouses_ > 1 && rng.Percent(config_.remote_item_percent)) {
-      lines[i].supply_w = OtherWarehouse(ctx, w);
-      all_local = 0;
-    }
-    lines[i].quantity = static_cast<uint32_t>(rng.UniformInt(1, 10));
-  }
-  if (rollback) lines[ol_cnt - 1].i_id = config_.items + 1;  // unused: the application rolls back
-  for (uint32_t i = 0; i < ol_cnt; ++i) {
-    lines[i].item_key = ItemKey(lines[i].i_id);
-    lines[i].stock_key = StockKey(lines[i].supply_w, lines[i].i_id);
-  }
-  const uint32_t now = Now();
-  const auto wk = WarehouseKey(w);
-  const auto dk = DistrictKey(w, d);
-  const auto ck = CustomerKey(w, d, c);
-
-  return RunTxn(ctx, kNewOrder, /*read_only=*/false, [&](Transaction& txn, bool* roll_back) -> Status {
-    // Every row NewOrder reads is known before its first read: looking them
-    // up together overlaps their misses (Transaction::Prefetch).
-    std::array<TableKey, 3 + 2 * kMaxLines> reads;
-    reads[0] = {tables_.warehouse, wk.view()};
-    reads[1] = {tables_.district, dk.view()};
-    reads[2] = {tables_.customer, ck.view()};
-    size_t n = 3;
-    for (uint32_t i = 0; i < ol_cnt; ++i) {
-      reads[n++] = {tables_.item, lines[i].item_key.view()};
-      reads[n++] = {tables_.stock, lines[i].stock_key.view()};
-    }
-    txn.Prefetch(std::span<const TableKey>(reads.data(), n));
-
-    Warehouse wh;
-    Status s = GetRow(txn, tables_.warehouse, wk.view(), &wh);
-    if (!s.ok()) return NotFoundIsConflict(std::move(s));
-    District di;
-    s = GetRow(txn, tables_.district, dk.view(), &di);
-    if (!s.ok()) return NotFoundIsConflict(std::move(s));
-    const uint32_t o = static_cast<uint32_t>(di.next_o_id);
-    di.next_o_id++;
-    s = UpdateFields(txn, tables_.district, dk.view(), di, &di.next_o_id, &di.next_o_id + 1);
-    if (!s.ok()) return s;
-    s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
-    if (!s.ok()) return NotFoundIsConflict(std::move(s));
-
-    // The order id comes from a district row read in this transaction; if it
-    // is already taken, that read is stale and validation would fail anyway.
-    auto insert = [&](Table* table, std::string_view key, std::string_view value) {
-      Status is = txn.Insert(table, key, value);
-      if (is.code() == StatusCode::kAlreadyExists) return Status::Aborted("tpcc: order id taken concurrently");
-      return is;
-    };
-    Order ord{};
-    ord.c_id = static_cast<int32_t>(c);
-    ord.entry_d = now;
-    ord.carrier_id = 0;
-    ord.ol_cnt = static_cast<uint8_t>(ol_cnt);
-    ord.all_local = all_local;
-    auto ok = OrderKey(w, d, o);
-    s = insert(tables_.order, ok.view(), RowBytes(ord));
-    if (!s.ok()) return s;
-    NewOrder no{static_cast<int32_t>(o)};
-    auto nk = NewOrderKey(w, d, o);
-    s = insert(tables_.new_order, nk.view(), RowBytes(no));
-    if (!s.ok()) return s;
-    OrderCustomerIdx oc{static_cast<int32_t>(o)};
-    auto ock = OrderCustomerKey(w, d, c, o);
-    s = insert(tables_.order_customer_idx, ock.view(), RowBytes(oc));
-    if (!s.ok()) return s;
-
-    int64_t total = 0;
-    for (uint32_t i = 0; i < ol_cnt; ++i) {
-      const Line& line = lines[i];
-      Item item;
-      s = GetRow(txn, tables_.item, line.item_key.view(), &item);
-      if (s.IsNotFound()) {
-        *roll_back = true;  // "Item number is not valid": the application rolls back
-        return Status::OK();
-      }
-      if (!s.ok()) return s;
-      const std::string_view sk = line.stock_key.view();
-      s = GetRow(txn, tables_.stock, sk, &st.stock);
-      if (!s.ok()) return NotFoundIsConflict(std::move(s));
-      Stock& stock = st.stock;
-      const int32_t qty = static_cast<int32_t>(line.quantity);
-      stock.quantity = stock.quantity >= qty + 10 ? stock.quantity - qty : stock.quantity - qty + 91;
-      stock.ytd += qty;
-      stock.order_cnt++;
-      if (line.supply_w != w) stock.remote_cnt++;
-      s = UpdateFields(txn, tables_.stock, sk, stock, &stock.quantity, &stock.remote_cnt + 1);
-      if (!s.ok()) return s;
-
-      OrderLine ol{};
-      ol.i_id = static_cast<int32_t>(line.i_id);
-      ol.supply_w_id = static_cast<int32_t>(line.supply_w);
-      ol.delivery_d = 0;
-      ol.quantity = qty;
-      ol.amount = int64_t{qty} * item.price;
-      std::memcpy(ol.dist_info, stock.dist[d - 1], sizeof ol.dist_info);
-      total += ol.amount;
-      const bool brand = HasOriginal(item.data, item.data_len) && HasOriginal(stock.data, stock.data_len);
-      st.sink += brand;
-      auto lk = OrderLineKey(w, d, o, i + 1);
-      s = insert(tables_.order_line, lk.view(), RowBytes(ol));
-      if (!s.ok()) return s;
-    }
-    // total * (1 - C_DISCOUNT) * (1 + W_TAX + D_TAX), in 1/10000 units.
-    st.sink += static_cast<uint64_t>(total * (10000 - st.customer.discount) / 10000 * (10000 + wh.tax + di.tax));
-    return Status::OK();
-  });
-}
-
-Status Tpcc::FindCustomerByLastName(Transaction& txn, Thread& st, uint32_t w, uint32_t d, std::string_view last,
-                                    uint32_t* c_id) {
-  auto begin = CustomerNamePrefix(w, d, last);
-  auto end = CustomerNamePrefix(w, d, last).U8(0xff);  // first names never start with 0xff
-  st.name_count = 0;
-  Thread* sp = &st;
-  Status s = txn.Scan(tables_.customer_name_idx, begin.view(), end.view(), 0,
-                      [sp](std::string_view, std::string_view value) {
-                        CustomerNameIdx idx;
-                        if (!DecodeRow(value, &idx)) return true;
-                        sp->name_ids[sp->name_count++] = static_cast<uint32_t>(idx.c_id);
-                        return sp->name_count < sp->name_ids.size();
-                      });
-  if (!s.ok()) return s;
-  if (st.name_count == 0) return Status::NotFound("tpcc: no customer of that last name");
-  // Position ceil(n / 2) (1-based) in first-name order (2.5.2.2).
-  *c_id = st.name_ids[(st.name_count - 1) / 2];
-  return Status::OK();
-}
-
-TxnOutcome Tpcc::PaymentTxn(WorkerContext& ctx) {
-  Thread& st = static_cast<Thread&>(*ctx.state);
-  Rng& rng = ctx.rng;
-  const uint32_t w = st.home_w;
-  const uint32_t d = static_cast<uint32_t>(rng.UniformInt(1, config_.districts_per_warehouse));
-  uint32_t c_w = w, c_d = d;
-  if (warehouses_ > 1 && rng.Percent(config_.remote_payment_percent)) {
-    c_w = OtherWarehouse(ctx, w);
-    c_d = static_cast<uint32_t>(rng.UniformInt(1, config_.districts_per_warehouse));
-  }
-  const bool by_name = rng.Percent(config_.by_last_name_percent);
-  char last[16];
-  size_t last_len = 0;
-  uint32_t c_arg = 0;
-  if (by_name) last_len = LastName(LastNameNumberRun(rng), last);
-  else c_arg = CustomerIdRun(rng);
-  const int64_t amount = rng.UniformInt(100, 500000);
-  const uint32_t now = Now();
-  const uint32_t seq = ++st.history_seq;
-
-  return RunTxn(ctx, kPayment, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
-    Warehouse wh;
-    auto wk = WarehouseKey(w);
-    Status s = GetRow(txn, tables_.warehouse, wk.view(), &wh);
-    if (!s.ok()) return NotFoundIsConflict(std::move(s));
-    wh.ytd += amount;
-    s = UpdateFields(txn, tables_.warehouse, wk.view(), wh, &wh.ytd, &wh.ytd + 1);
-    if (!s.ok()) return s;
-    District di;
-    auto dk = DistrictKey(w, d);
-    s = GetRow(txn, tables_.district, dk.view(), &di);
-    if (!s.ok()) return NotFoundIsConflict(std::move(s));
-    di.ytd += amount;
-    s = UpdateFields(txn, tables_.district, dk.view(), di, &di.ytd, &di.ytd + 1);
-    if (!s.ok()) return s;
-
-    uint32_t c = c_arg;
-    if (by_name) {
-      s = FindCustomerByLastName(txn, st, c_w, c_d, std::string_view(last, last_len), &c);
-      if (!s.ok()) return NotFoundIsConflict(std::move(s));
-    }
-    auto ck = CustomerKey(c_w, c_d, c);
-    s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
-    if (!s.ok()) return NotFoundIsConflict(std::move(s));
-    Customer& cu = st.customer;
-    cu.balance -= amount;
-    cu.ytd_payment += amount;
-    cu.payment_cnt++;
-    if (cu.credit[0] == 'B') {
-      // C_DATA := "C_ID C_D_ID C_W_ID D_ID W_ID H_AMOUNT|" + C_DATA, cut to 500.
-      char head[80];
-      char* p = head;
-      for (uint64_t v : {uint64_t{c}, uint64_t{c_d}, uint64_t{c_w}, uint64_t{d}, uint64_t{w}}) {
-        p = AppendUint(p, v);
-        *p++ = ' ';
-      }
-      p = AppendUint(p, static_cast<uint64_t>(amount / 100));
-      *p++ = '.';
-      *p++ = static_cast<char>('0' + amount % 100 / 10);
-      *p++ = static_cast<char>('0' + amount % 10);
-      *p++ = '|';
-      const size_t head_len = static_cast<size_t>(p - head);
-      const size_t keep = std::min<size_t>(cu.data_len, sizeof cu.data - head_len);
-      std::memmove(cu.data + head_len, cu.data, keep);
-      std::memcpy(cu.data, head, head_len);
-      cu.data_len = static_cast<uint16_t>(head_len + keep);
-      s = txn.Put(tables_.customer, ck.view(), RowBytes(cu));
-    } else {
-      s = UpdateFields(txn, tables_.customer, ck.view(), cu, &cu.balance, &cu.payment_cnt + 1);
-    }
-    if (!s.ok()) return s;
-
-    History h{};
-    h.c_id = static_cast<int32_t>(c);
-    h.c_d_id = static_cast<uint8_t>(c_d);
-    h.c_w_id = static_cast<int32_t>(c_w);
-    h.d_id = static_cast<uint8_t>(d);
-    h.w_id = static_cast<int32_t>(w);
-    h.date = now;
-    h.amount = amount;
-    // H_DATA = W_NAME + 4 spaces + D_NAME.
-    std::string_view wn = FixedString(wh.name, sizeof wh.name), dn = FixedString(di.name, sizeof di.name);
-    std::memcpy(h.data, wn.data(), wn.size());
-    std::memcpy(h.data + wn.size(), "    ", 4);
-    std::memcpy(h.data + wn.size() + 4, dn.data(), dn.size());
-    auto hk = HistoryKey(w, ctx.index, seq);
-    return txn.Insert(tables_.history, hk.view(), RowBytes(h));
-  });
-}
-
-TxnOutcome Tpcc::OrderStatusTxn(WorkerContext& ctx) {
-  Thread& st = static_cast<Thread&>(*ctx.state);
-  Rng& rng = ctx.rng;
-  const uint32_t w = st.home_w;
-  const uint32_t d = static_cast<uint32_t>(rng.UniformInt(1, config_.districts_per_warehouse));
-  const bool by_name = rng.Percent(config_.by_last_name_percent);
-  char last[16];
-  size_t last_len = 0;
-  uint32_t c_arg = 0;
-  if (by_name) last_len = LastName(LastNameNumberRun(rng), last);
-  else c_arg = CustomerIdRun(rng);
-
-  return RunTxn(ctx, kOrderStatus, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
-    uint32_t c = c_arg;
-    if (by_name) {
-      Status s = FindCustomerByLastName(txn, st, w, d, std::string_view(last, last_len), &c);
-      if (!s.ok()) return s;
-    }
-    auto ck = CustomerKey(w, d, c);
-    Status s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
-    if (!s.ok()) return s;
-
-    // The customer's latest order: first key of the (w, d, c) prefix (o inverted).
-    auto begin = OrderCustomerPrefix(w, d, c);
-    auto end = OrderCustomerPrefix(w, d, c + 1);
-    uint32_t o = 0;
-    uint32_t* op = &o;
-    s = txn.Scan(tables_.order_customer_idx, begin.view(), end.view(), 1, [op](std::string_view key, std::string_view) {
-      *op = OrderCustomerKeyO(key);
-      return false;
-    });
-    if (!s.ok()) return s;
-    if (o == 0) return Status::Internal("tpcc: customer without an order");
-    Order ord;
-    auto ok = OrderKey(w, d, o);
-    s = GetRow(txn, tables_.order, ok.view(), &ord);
-    if (!s.ok()) return s;
-
-    auto lb = OrderLineKey(w, d, o, 0), le = OrderLineKey(w, d, o + 1, 0);
-    st.line_count = 0;
-    Thread* sp = &st;
-    s = txn.Scan(tables_.order_line, lb.view(), le.view(), 0, [sp](std::string_view, std::string_view value) {
-      if (sp->line_count < kMaxLines && DecodeRow(value, &sp->lines[sp->line_count])) ++sp->line_count;
-      return true;
-    });
-    if (!s.ok()) return s;
-    st.sink += st.line_count + ord.carrier_id + static_cast<uint64_t>(st.customer.balance);
-    return Status::OK();
-  });
-}
-
-TxnOutcome Tpcc::DeliveryTxn(WorkerContext& ctx) {
-  Thread& st = static_cast<Thread&>(*ctx.state);
-  const uint32_t w = st.home_w;
-  const uint32_t D = config_.districts_per_warehouse;
-  const uint8_t carrier = static_cast<uint8_t>(ctx.rng.UniformInt(1, 10));
-  const uint32_t now = Now();
-  std::array<uint32_t, 256> delivered{};  // per district: the o_id delivered, 0 = none
-
-  TxnOutcome out = RunTxn(ctx, kDelivery, /*read_only=*/false, [&](Transaction& txn, bool*) -> Status {
-    for (uint32_t d = 1; d <= D; ++d) {
-      delivered[d] = 0;
-      // The oldest undelivered order of the district.
-      auto begin = NewOrderKey(w, d, st.delivery_hint[d]);
-      auto end = NewOrderKey(w, d + 1, 0);
-      uint32_t o = 0;
-      uint32_t* op = &o;
-      Status s = txn.Scan(tables_.new_order, begin.view(), end.view(), 1, [op](std::string_view key, std::string_view) {
-        *op = NewOrderKeyO(key);
-        return false;
-      });
-      if (!s.ok()) return s;
-      if (o == 0) continue;  // none: this district is skipped (2.7.4.2)
-      auto nk = NewOrderKey(w, d, o);
-      s = txn.Delete(tables_.new_order, nk.view());
-      if (!s.ok()) return NotFoundIsConflict(std::move(s));
-
-      Order ord;
-      auto ok = OrderKey(w, d, o);
-      s = GetRow(txn, tables_.order, ok.view(), &ord);
-      if (!s.ok()) return NotFoundIsConflict(std::move(s));
-      ord.carrier_id = carrier;
-      s = txn.Put(tables_.order, ok.view(), RowBytes(ord));
-      if (!s.ok()) return s;
-
-      auto lb = OrderLineKey(w, d, o, 0), le = OrderLineKey(w, d, o + 1, 0);
-      st.line_count = 0;
-      Thread* sp = &st;
-      s = txn.Scan(tables_.order_line, lb.view(), le.view(), 0, [sp](std::string_view key, std::string_view value) {
-        if (sp->line_count < kMaxLines && DecodeRow(value, &sp->lines[sp->line_count])) {
-          sp->line_numbers[sp->line_count++] = static_cast<uint8_t>(OrderLineKeyOl(key));
-        }
-        return true;
-      });
-      if (!s.ok()) return s;
-      int64_t sum = 0;
-      for (size_t i = 0; i < st.line_count; ++i) {
-        OrderLine& line = st.lines[i];
-        sum += line.amount;
-        line.delivery_d = now;
-        auto lk = OrderLineKey(w, d, o, st.line_numbers[i]);
-        s = txn.Put(tables_.order_line, lk.view(), RowBytes(line));
-        if (!s.ok()) return s;
-      }
-
-      auto ck = CustomerKey(w, d, static_cast<uint32_t>(ord.c_id));
-      s = GetRow(txn, tables_.customer, ck.view(), &st.customer);
-      if (!s.ok()) return NotFoundIsConflict(std::move(s));
-      st.customer.balance += sum;
-      st.customer.delivery_cnt++;
-      s = UpdateFields(txn, tables_.customer, ck.view(), st.customer, &st.customer.balance,
-                       &st.customer.delivery_cnt + 1);
-      if (!s.ok()) return s;
-      delivered[d] = o;
-    }
-    return Status::OK();
-  });
-  if (out.committed) {
-    // Orders below a delivered one have no new_order row any more, and none
-    // is ever inserted there again (o ids grow): later scans start past it.
-    for (uint32_t d = 1; d <= D; ++d) {
-      if (delivered[d] != 0) st.delivery_hint[d] = delivered[d] + 1;
-    }
-  }
-  return out;
-}
-
-TxnOutcome Tpcc::StockLevelTxn(WorkerContext& ctx) {
-  Thread& st = static_cast<Thread&>(*ctx.state);
-  const uint32_t w = st.home_w;
-  const uint32_t d = static_cast<uint32_t>(ctx.rng.UniformInt(1, config_.districts_per_warehouse));
-  const int32_t threshold = static_cast<int32_t>(ctx.rng.UniformInt(10, 20));
-
-  return RunTxn(ctx, kStockLevel, /*read_only=*/true, [&](Transaction& txn, bool*) -> Status {
-    District di;
-    auto dk = DistrictKey(w, d);
-    Status s = GetRow(txn, tables_.district, dk.view(), &di);
-    if (!s.ok()) return s;
-    const uint32_t next = static_cast<uint32_t>(di.next_o_id);
-    const uint32_t first = next > kStockLevelOrders ? next - kStockLevelOrders : 0;
-    auto lb = OrderLineKey(w, d, first, 0), le = OrderLineKey(w, d, next, 0);
-    st.item_count = 0;
-    Thread* sp = &st;
-    s = txn.Scan(tables_.order_line, lb.view(), le.view(), 0, [sp](std::string_view, std::string_view value) {
-      OrderLine line;
-      if (sp->item_count < sp->items.size() && DecodeRow(value, &line)) {
-        sp->items[sp->item_count++] = static_cast<uint32_t>(line.i_id);
-      }
-      return true;
-    });
-    if (!s.ok()) return s;
-    std::sort(st.items.begin(), st.items.begin() + st.item_count);
-    const size_t distinct = std::unique(st.items.begin(), st.items.begin() + st.item_count) - st.items.begin();
-    // ~200 stock rows, read a chunk at a time, each chunk looked up
-    // together first (Transaction::Prefetch).
-    constexpr size_t kChunk = 16;
-    std::array<Key, kChunk> keys;
-    std::array<TableKey, kChunk> chunk;
-    uint32_t low = 0;
-    for (size_t from = 0; from < distinct; from += kChunk) {
-      const size_t n = std::min(kChunk, distinct - from);
-      for (size_t i = 0; i < n; ++i) {
-        keys[i] = StockKey(w, st.items[from + i]);
-        chunk[i] = {tables_.stock, keys[i].view()};
-      }
-      txn.Prefetch(std::span<const TableKey>(chunk.data(), n));
-      for (size_t i = 0; i < n; ++i) {
-        s = GetRow(txn, tables_.stock, keys[i].view(), &st.stock);
-        if (!s.ok()) return s;
-        if (st.stock.quantity < threshold) ++low;
-      }
-    }
-    st.sink += low;
-    return Status::OK();
-  });
-}
 
 }  // namespace rolis::workloads

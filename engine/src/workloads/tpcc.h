@@ -9,8 +9,15 @@
 //
 // Population sizes default to the specification and can be reduced for tests
 // (TpccConfig); the schema is in tpcc_schema.h.
+//
+// For the lock-based baselines (2pl, calvin) TPC-C declares its read and
+// write sets (Workload::Generate/Execute, tpcc_declared.cc): the sets of
+// Payment and OrderStatus by last name, Delivery and StockLevel depend on
+// what they read, so a reconnaissance read computes them and the execution
+// re-checks them (docs/benchmarks.md, "Modes").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 
@@ -41,6 +48,48 @@ enum TpccTxnType : uint32_t {
   kOrderStatus = 2,
   kDelivery = 3,
   kStockLevel = 4,
+};
+
+// Each transaction's inputs, as a terminal would key them in (Draw*), and
+// what its reconnaissance read (tpcc_declared.cc): the execution runs from
+// them alone.
+inline constexpr uint32_t kTpccMaxLines = 15;
+struct TpccNewOrderInput {
+  struct Line {
+    uint32_t i_id, supply_w, quantity;
+  };
+  uint32_t w = 0, d = 0, c = 0, ol_cnt = 0, now = 0;
+  uint8_t all_local = 1;
+  std::array<Line, kTpccMaxLines> lines{};
+};
+struct TpccPaymentInput {
+  uint32_t w = 0, d = 0, c_w = 0, c_d = 0;
+  bool by_name = false;
+  uint32_t last_num = 0;  // by name: the last name's number (Tpcc::LastName)
+  uint32_t c = 0;         // by id: the customer; by name: what the reconnaissance found (0: none)
+  int64_t amount = 0;
+  uint32_t now = 0, tag = 0, seq = 0;  // the history row's date and key
+};
+struct TpccOrderStatusInput {
+  uint32_t w = 0, d = 0;
+  bool by_name = false;
+  uint32_t last_num = 0, c = 0;  // as in TpccPaymentInput
+  uint32_t o = 0;                // reconnaissance: the customer's latest order
+};
+struct TpccDeliveryInput {
+  uint32_t w = 0, now = 0;
+  uint8_t carrier = 0;
+  // Reconnaissance, per district (1-based): its oldest undelivered order
+  // and that order's customer (0: none).
+  std::array<uint32_t, 256> o{}, c{};
+};
+struct TpccStockLevelInput {
+  uint32_t w = 0, d = 0;
+  int32_t threshold = 0;
+  // Reconnaissance: D_NEXT_O_ID, and the digest of the distinct items of
+  // the 20 orders below it (tpcc_internal.h, ItemsDigest).
+  uint32_t next_o = 0;
+  uint64_t items_digest = 0;
 };
 
 // The tables, by their handles; all set by Load.
@@ -76,6 +125,29 @@ class Tpcc : public Workload {
   TxnOutcome DeliveryTxn(WorkerContext& ctx);
   TxnOutcome StockLevelTxn(WorkerContext& ctx);
 
+  // Declared transactions (tpcc_declared.cc). Up to kMaxDeclaredDistricts
+  // districts per warehouse: Delivery's reconnaissance is a parameter each.
+  static constexpr uint32_t kMaxDeclaredDistricts = TxnRequest::kMaxParams - 4;
+  bool declares_sets() const override { return config_.districts_per_warehouse <= kMaxDeclaredDistricts; }
+  void Generate(WorkerContext& ctx, TxnRequest* req) override;
+  void Reconnoiter(WorkerContext& ctx, TxnRequest* req) override;
+  TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) override;
+
+  // Drawing the inputs (ctx.rng) and running a transaction from them. The
+  // Run* with `check` true (the declared path) run their read-only types on
+  // the newest versions and re-check the reconnaissance in the inputs: when
+  // it no longer holds they roll back with TxnOutcome::set_changed.
+  TpccNewOrderInput DrawNewOrder(WorkerContext& ctx);
+  TpccPaymentInput DrawPayment(WorkerContext& ctx);
+  TpccOrderStatusInput DrawOrderStatus(WorkerContext& ctx);
+  TpccDeliveryInput DrawDelivery(WorkerContext& ctx);
+  TpccStockLevelInput DrawStockLevel(WorkerContext& ctx);
+  TxnOutcome RunNewOrder(WorkerContext& ctx, const TpccNewOrderInput& in);
+  TxnOutcome RunPayment(WorkerContext& ctx, const TpccPaymentInput& in, bool check);
+  TxnOutcome RunOrderStatus(WorkerContext& ctx, const TpccOrderStatusInput& in, bool check);
+  TxnOutcome RunDelivery(WorkerContext& ctx, const TpccDeliveryInput& in, bool check);
+  TxnOutcome RunStockLevel(WorkerContext& ctx, const TpccStockLevelInput& in, bool check);
+
   const TpccConfig& config() const { return config_; }
   const TpccTables& tables() const { return tables_; }
   uint32_t warehouses() const { return warehouses_; }
@@ -108,6 +180,12 @@ class Tpcc : public Workload {
   // Customer by last name: the one in the middle, by first name.
   Status FindCustomerByLastName(Transaction& txn, Thread& st, uint32_t w, uint32_t d, std::string_view last,
                                 uint32_t* c_id);
+  // Reads shared by a transaction and its reconnaissance.
+  Status LatestOrder(Transaction& txn, uint32_t w, uint32_t d, uint32_t c, uint32_t* o);
+  // The oldest new order of (w, d) at or after `from`.
+  Status OldestNewOrder(Transaction& txn, uint32_t w, uint32_t d, uint32_t from, uint32_t* o);
+  void ReconnoiterSet(WorkerContext& ctx, TxnRequest* req, bool restart);
+  Status RecentItems(Transaction& txn, Thread& st, uint32_t w, uint32_t d, uint32_t next_o, size_t* distinct);
 
   TpccConfig config_;
   TpccTables tables_;

@@ -65,6 +65,11 @@ struct TxnOutcome {
   // When non-zero: the driver's clock (ticks) when the transaction was
   // submitted, for a runner that queues it (Calvin); its latency starts there.
   uint64_t submitted_at = 0;
+  // Declared transactions (below): the execution found that the set its
+  // reconnaissance computed no longer covers what it would touch, and rolled
+  // back; the runner reconnoitres again (Workload::Reconnoiter) and
+  // resubmits it, counting a conflict abort (docs/benchmarks.md, "Modes").
+  bool set_changed = false;
 };
 
 // ---------------------------------------------------------------------------
@@ -91,6 +96,9 @@ struct TxnRequest {
   static constexpr uint32_t kMaxParams = 24;
   uint32_t type = 0;
   bool read_only = false;
+  // The keys depend on what a reconnaissance read, not on the params alone
+  // (Calvin replicates them with the inputs).
+  bool reconnoitred = false;
   uint32_t nparams = 0;
   uint64_t params[kMaxParams] = {};  // the inputs: all Execute may depend on
   std::vector<LockKey> keys;         // the declared read and write set
@@ -98,6 +106,7 @@ struct TxnRequest {
   void Reset(uint32_t t, bool ro) {
     type = t;
     read_only = ro;
+    reconnoitred = false;
     nparams = 0;
     keys.clear();
   }
@@ -142,6 +151,11 @@ class Workload {
   virtual bool declares_sets() const { return false; }
   // Picks a transaction by the mix: its type, inputs and read/write set.
   virtual void Generate(WorkerContext& ctx, TxnRequest* req) {}
+  // Recomputes the declared set (and what the reconnaissance read, in the
+  // params) of `req` from its inputs and the current state, without locks:
+  // for a transaction whose execution reported set_changed. A no-op for
+  // workloads whose sets follow from their inputs.
+  virtual void Reconnoiter(WorkerContext& ctx, TxnRequest* req) {}
   // Runs the transaction `req` describes to its end (RunTxn), touching only
   // its declared keys.
   virtual TxnOutcome Execute(WorkerContext& ctx, const TxnRequest& req) {

@@ -81,13 +81,14 @@ TEST(Calvin, ConflictingTransactionsRunInBatchOrder) {
     epochs_grow = epochs_grow && epoch > last_epoch;
     last_epoch = epoch;
     ++batches;
-    for (size_t off = 0; off < batch.size();) {  // type, nparams, params
-      uint32_t head[2];
-      std::memcpy(head, batch.data() + off, 8);
+    for (size_t off = 0; off < batch.size();) {  // type, nparams, nkeys, params (no keys: not reconnoitred)
+      uint32_t head[3];
+      std::memcpy(head, batch.data() + off, 12);
+      EXPECT_EQ(head[2], 0u);
       uint64_t params[2];
-      std::memcpy(params, batch.data() + off + 8, 16);
+      std::memcpy(params, batch.data() + off + 12, 16);
       batched[params[0]].push_back(params[1]);
-      off += 8 + 8 * head[1];
+      off += 12 + 8 * head[1];
     }
     return Status::OK();
   });
