@@ -58,7 +58,12 @@ func TestBenchJobRunsRolisctlBenchAgainstTheClientService(t *testing.T) {
 	if err != nil || !slices.Equal(j.Spec.Template.Spec.Containers[0].Args, append([]string{"bench", "--workload=ycsbpp", "--seconds=12"}, tl...)) {
 		t.Errorf("timeline args: %v %v", j.Spec.Template.Spec.Containers[0].Args, err)
 	}
-	for _, bad := range []*benchOptions{{workload: "tpcc", seconds: 1}, {workload: "ycsbpp", seconds: 0}} {
+	j, err = benchJob(c, &benchOptions{workload: "tpcc", seconds: 5, extra: []string{"--warehouses=2", "--check"}})
+	if err != nil || !slices.Equal(j.Spec.Template.Spec.Containers[0].Args,
+		[]string{"bench", "--workload=tpcc", "--seconds=5", "--load", "--warehouses=2", "--check"}) {
+		t.Fatalf("a procedure workload is loaded first: %v %v", err, j)
+	}
+	for _, bad := range []*benchOptions{{workload: "tpc-c", seconds: 1}, {workload: "ycsbpp", seconds: 0}} {
 		if _, err := benchJob(c, bad); err == nil {
 			t.Errorf("%+v is refused", bad)
 		}
