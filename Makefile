@@ -6,7 +6,7 @@ BIN_DIR := $(CURDIR)/bin
 CACHE_DIR ?= $(HOME)/.cache/rolis
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build deps engine engine-test test main bench bench-full clean
+.PHONY: all build deps engine engine-test test main bench bench-full bench-kind clean
 .PHONY: envtest-assets manifests operator operator-test
 
 all: build
@@ -34,9 +34,17 @@ bench: deps $(BUILD_DIR)/build.ninja
 	nice cmake --build $(BUILD_DIR) --target rolis-bench rolisd rolis-replay-bench
 	BIN=$(BUILD_DIR)/bin hack/bench/run.sh $(BENCH_OUT); rc=$$?; $(BENCH_PYTHON) hack/bench/plot.py $(BENCH_OUT) && exit $$rc
 
-bench-full: deps $(BUILD_DIR)/build.ninja
+bench-full: deps $(BUILD_DIR)/build.ninja build
 	nice cmake --build $(BUILD_DIR) --target rolis-bench rolisd rolis-replay-bench
-	BENCH_SECONDS=10 BENCH_WARMUP=2 BIN=$(BUILD_DIR)/bin hack/bench/run.sh $(BENCH_OUT); rc=$$?; $(BENCH_PYTHON) hack/bench/plot.py $(BENCH_OUT) && exit $$rc
+	BENCH_SECONDS=10 BENCH_WARMUP=2 BIN=$(BUILD_DIR)/bin hack/bench/run.sh $(BENCH_OUT); rc=$$?; \
+	  hack/kind/kube-demo.sh && hack/bench/kind.sh $(BENCH_OUT) || rc=1; \
+	  $(BENCH_PYTHON) hack/bench/plot.py $(BENCH_OUT) && exit $$rc
+
+# The Kubernetes part alone, against the local cluster's rolis-sample
+# (docs/benchmarks.md, "On Kubernetes").
+bench-kind: build
+	hack/kind/kube-demo.sh
+	hack/bench/kind.sh $(BENCH_OUT); rc=$$?; $(BENCH_PYTHON) hack/bench/plot.py $(BENCH_OUT) && exit $$rc
 
 build: engine manifests operator go-build
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The Kubernetes part of the benchmark suite (docs/benchmarks.md, "On
+# Kubernetes"): against a running RolisCluster on the local Kind cluster
+# (hack/kind/kube-demo.sh makes rolis-sample), with `kubectl rolis bench`
+# (a Job of the tools image against the client Service):
+#   kind.jsonl           YCSB++ and TPC-C at 1 and 4 client streams, each line
+#                        with the CPU the members spent per transaction
+#                        (member_cpu_us_per_txn, read from the host's /proc:
+#                        on Kind the pods' processes are the host's)
+#   failover-kind.jsonl  a 12 s YCSB++ run with the leader's rolisd killed
+#                        (kill -9) 4 s in, outcomes per 100 ms bucket
+#   rtt.jsonl            YCSB++ with 0, 5, 20 and 50 ms injected between the
+#                        worker nodes (tc netem), when the kernel has netem
+#
+#   hack/bench/kind.sh [OUT]     OUT: build/bench by default
+#   KIND_BENCH_CLUSTER=rolis-sample KIND_BENCH_NAMESPACE=default KIND_BENCH_SECONDS=10
+source "$(dirname "$0")/../kind/lib.sh"
+OUT=${1:-$ROOT/build/bench}
+NAME=${KIND_BENCH_CLUSTER:-rolis-sample}
+NS=${KIND_BENCH_NAMESPACE:-default}
+SECS=${KIND_BENCH_SECONDS:-10}
+PLUGIN="$ROOT/bin/kubectl-rolis"
+kc() { kubectl --context "kind-$KIND_CLUSTER" -n "$NS" "$@"; }
+mkdir -p "$OUT"
+[ -x "$PLUGIN" ] || die "no $PLUGIN: make build first"
+kc wait --for=condition=Ready "roliscluster/$NAME" --timeout=300s >/dev/null ||
+  die "roliscluster $NS/$NAME is not Ready (hack/kind/kube-demo.sh makes rolis-sample)"
+
+# The host PIDs of the cluster's rolisd processes, found by their pods' uids
+# in their cgroup paths.
+member_pids() {
+  local uids
+  uids=$(kc get pods -l app.kubernetes.io/instance="$NAME" -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}')
+  for p in $(pgrep -f '^/usr/local/bin/rolisd'); do
+    for u in $uids; do
+      if grep -Eq "pod(${u}|${u//-/_})" "/proc/$p/cgroup" 2>/dev/null; then echo "$p"; fi
+    done
+  done
+}
+cpu_ticks() { for p in "$@"; do awk '{print $14+$15}' "/proc/$p/stat" 2>/dev/null || echo 0; done | paste -sd' '; }
+
+# bench LABEL FILE PLUGIN-FLAGS -- ROLISCTL-FLAGS: one run; its JSON line,
+# with the label and the members' CPU per transaction over the run, goes to
+# OUT/FILE.
+bench() {
+  local label=$1 file=$2 log pids before after
+  shift 2
+  log=$(mktemp)
+  mapfile -t pids < <(member_pids)
+  before=$(cpu_ticks "${pids[@]}")
+  info "kubectl rolis bench $NAME $*"
+  if ! "$PLUGIN" --context "kind-$KIND_CLUSTER" -n "$NS" bench "$NAME" "$@" >"$log" 2>&1; then
+    tail -5 "$log" >&2
+    rm -f "$log"
+    return 1
+  fi
+  after=$(cpu_ticks "${pids[@]}")
+  grep '^{' "$log" | tail -1 | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+b, a = [list(map(int, x.split())) for x in sys.argv[2:4]]
+hz = 100.0
+n = r.get("commits", 0) + r.get("aborts", 0) + r.get("errors", 0)
+# The window is the whole Job (load and warm-up too): an upper bound per
+# measured transaction, close when the load is short.
+r["label"] = sys.argv[1]
+r["member_cpu_s"] = [round((y - x) / hz, 2) for x, y in zip(b, a)]
+print(json.dumps(r))' "$label" "$before" "$after" >>"$OUT/$file"
+  grep -E '^(throughput|latency)' "$log" | sed 's/^/    /' >&2
+  rm -f "$log"
+}
+
+: >"$OUT/kind.jsonl"
+failed=0
+bench "ycsbpp 1 stream" kind.jsonl --seconds="$SECS" -- --keys=100000 --json || failed=1
+bench "ycsbpp 4 streams" kind.jsonl --seconds="$SECS" -- --keys=100000 --no-load --concurrency=4 --json || failed=1
+bench "tpcc 1 stream" kind.jsonl --workload=tpcc --seconds="$SECS" -- --check --json || failed=1
+bench "tpcc 4 streams" kind.jsonl --workload=tpcc --seconds="$SECS" -- --concurrency=4 --check --json || failed=1
+
+# Failover timeline: the leader's rolisd killed 4 s into a 12 s run.
+failover() {
+  local log=$OUT/failover-kind.log leader node uid kill
+  "$PLUGIN" --context "kind-$KIND_CLUSTER" -n "$NS" bench "$NAME" --seconds=12 -- --keys=100000 --no-load \
+    --warmup=1 --timeline=100ms --timeout=1s --json >"$log" 2>&1 &
+  local job=$!
+  for _ in $(seq 600); do grep -q ' run\] ' "$log" 2>/dev/null && break; sleep 0.2; done
+  sleep 3
+  leader=$(kc get roliscluster "$NAME" -o jsonpath='{.status.leader}')
+  read -r node uid < <(kc get pod "$leader" -o jsonpath='{.spec.nodeName} {.metadata.uid}')
+  kill=$(date +%s.%N)
+  docker exec "$node" bash -c "for p in \$(pgrep -f '^/usr/local/bin/rolisd'); do
+    grep -Eq 'pod(${uid}|${uid//-/_})' /proc/\$p/cgroup && kill -9 \$p; done"
+  info "killed the rolisd of $leader on $node"
+  wait "$job" || return 1
+  grep '^{' "$log" | tail -1 | python3 -c 'import json,sys
+r = json.load(sys.stdin); r.update(kill_unix=float(sys.argv[1]), where="kind", election="operator")
+print(json.dumps(r))' "$kill" >>"$OUT/failover-kind.jsonl"
+  kc wait --for=condition=Ready "roliscluster/$NAME" --timeout=300s >/dev/null
+}
+: >"$OUT/failover-kind.jsonl"
+failover || failed=1
+
+# Injected round trip between the worker nodes. netem is a kernel qdisc
+# (CONFIG_NET_SCH_NETEM); without it there is no delay to inject.
+workers=$(kind get nodes --name "$KIND_CLUSTER" | grep worker || true)
+first=$(echo "$workers" | head -1)
+if docker exec "$first" tc qdisc add dev eth0 root netem delay 1ms 2>/dev/null; then
+  docker exec "$first" tc qdisc del dev eth0 root
+  : >"$OUT/rtt.jsonl"
+  for rtt in 0 5 20 50; do
+    for n in $workers; do
+      docker exec "$n" tc qdisc del dev eth0 root 2>/dev/null || true
+      [ "$rtt" = 0 ] || docker exec "$n" tc qdisc add dev eth0 root netem delay $((rtt * 500))us
+    done
+    bench "rtt $rtt" rtt.jsonl --seconds="$SECS" -- --keys=100000 --no-load --json || failed=1
+    python3 - "$OUT/rtt.jsonl" "$rtt" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+r = json.loads(lines[-1]); r["rtt_ms"] = int(sys.argv[2]); lines[-1] = json.dumps(r)
+open(sys.argv[1], "w").write("\n".join(lines) + "\n")
+PY
+  done
+  for n in $workers; do docker exec "$n" tc qdisc del dev eth0 root 2>/dev/null || true; done
+else
+  log "injected RTT skipped: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM)"
+fi
+total_time
+exit $failed
