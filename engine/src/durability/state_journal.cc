@@ -24,10 +24,14 @@ void AcceptorState::ApplyVote(const ControlVote& v) {
 
 namespace {
 
-std::string HeaderFrame() {
+std::string OneFrame(FrameType type, const std::string& payload) {
   std::string f;
-  AppendFrame(&f, FrameType::kFileHeader, EncodeFileHeader(FileHeader{FileKind::kJournal, 0, 0}));
+  AppendFrame(&f, type, payload);
   return f;
+}
+
+std::string HeaderFrame() {
+  return OneFrame(FrameType::kFileHeader, EncodeFileHeader(FileHeader{FileKind::kJournal, 0, 0}));
 }
 
 std::string StateFrames(const AcceptorState& st) {
@@ -156,29 +160,28 @@ Status StateJournal::AppendLocked(const std::string& frame) {
   return Status::OK();
 }
 
+Status StateJournal::ApplyAndAppendLocked(const std::function<void(AcceptorState&)>& apply,
+                                          const std::string& frame) {
+  AcceptorState before = state_;
+  apply(state_);
+  Status s = AppendLocked(frame);
+  if (!s.ok()) state_ = before;  // the state stays what the file holds
+  return s;
+}
+
 Status StateJournal::RecordPromise(uint64_t epoch) {
   std::lock_guard<std::mutex> g(mu_);
   if (!failed_.ok()) return failed_;
   if (epoch <= state_.promised) return Status::OK();
-  AcceptorState before = state_;
-  state_.ApplyPromise(epoch);
-  std::string f;
-  AppendFrame(&f, FrameType::kPromise, EncodePromise(epoch));
-  Status s = AppendLocked(f);
-  if (!s.ok()) state_ = before;
-  return s;
+  return ApplyAndAppendLocked([&](AcceptorState& st) { st.ApplyPromise(epoch); },
+                              OneFrame(FrameType::kPromise, EncodePromise(epoch)));
 }
 
 Status StateJournal::RecordControlVote(const ControlVote& v) {
   std::lock_guard<std::mutex> g(mu_);
   if (!failed_.ok()) return failed_;
-  AcceptorState before = state_;
-  state_.ApplyVote(v);
-  std::string f;
-  AppendFrame(&f, FrameType::kControlVote, EncodeControlVote(v));
-  Status s = AppendLocked(f);
-  if (!s.ok()) state_ = before;
-  return s;
+  return ApplyAndAppendLocked([&](AcceptorState& st) { st.ApplyVote(v); },
+                              OneFrame(FrameType::kControlVote, EncodeControlVote(v)));
 }
 
 Status StateJournal::RecordDecided(const DecidedPtr& d) {
@@ -186,13 +189,8 @@ Status StateJournal::RecordDecided(const DecidedPtr& d) {
   std::lock_guard<std::mutex> g(mu_);
   if (!failed_.ok()) return failed_;
   if (state_.decided && !replication::NewerRecord(*d, *state_.decided)) return Status::OK();
-  AcceptorState before = state_;
-  state_.ApplyDecided(d);
-  std::string f;
-  AppendFrame(&f, FrameType::kDecided, EncodeDecided(*d));
-  Status s = AppendLocked(f);
-  if (!s.ok()) state_ = before;
-  return s;
+  return ApplyAndAppendLocked([&](AcceptorState& st) { st.ApplyDecided(d); },
+                              OneFrame(FrameType::kDecided, EncodeDecided(*d)));
 }
 
 Status StateJournal::Health() const {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -72,6 +73,9 @@ class StateJournal {
   StateJournal(Env* env, std::string dir, uint64_t compact_bytes)
       : env_(env), dir_(std::move(dir)), compact_bytes_(compact_bytes) {}
   Status AppendLocked(const std::string& frame);
+  // `apply` to the state, then `frame` appended; the state as before when
+  // the append fails.
+  Status ApplyAndAppendLocked(const std::function<void(AcceptorState&)>& apply, const std::string& frame);
   Status RewriteLocked();  // compaction: the current state into a new file
 
   Env* env_;

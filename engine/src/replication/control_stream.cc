@@ -84,6 +84,13 @@ Status ControlStream::ProposeLocked(const DecidedPtr& prev, const DecidedPtr& mi
   const uint64_t instance = InstanceAfter(prev.get());
   const std::vector<uint32_t> acceptors = MemberIds(member_->ConfigOf(prev));
   auto newer = [&prev](const DecidedPtr& d) { return d && (!prev || NewerRecord(*d, *prev)); };
+  // The first record newer than prev that a reply shows; null when none does.
+  auto newer_in = [&newer](const std::vector<std::pair<uint32_t, ControlReply>>& rs) -> DecidedPtr {
+    for (const auto& [id, r] : rs) {
+      if (newer(r.latest)) return r.latest;
+    }
+    return nullptr;
+  };
   auto quorum = [&acceptors](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
     std::vector<uint32_t> ok;
     for (const auto& [id, r] : rs) {
@@ -92,10 +99,7 @@ Status ControlStream::ProposeLocked(const DecidedPtr& prev, const DecidedPtr& mi
     return HasMajority(acceptors, ok);
   };
   auto settled = [&](const std::vector<std::pair<uint32_t, ControlReply>>& rs) {
-    for (const auto& [id, r] : rs) {
-      if (newer(r.latest)) return true;
-    }
-    return quorum(rs);
+    return newer_in(rs) != nullptr || quorum(rs);
   };
   DecidedPtr chosen;
   uint64_t round = 1;
@@ -111,13 +115,14 @@ Status ControlStream::ProposeLocked(const DecidedPtr& prev, const DecidedPtr& mi
     uint64_t best_ballot = 0;
     DecidedPtr value = mine;
     uint64_t highest = 0;
+    // A newer record decided meanwhile is adopted (learned and returned).
     auto promises = calls_->ControlAll(pm, settled);
+    if (DecidedPtr d = newer_in(promises)) {
+      learn_(d);
+      *current = d;
+      return Status::OK();
+    }
     for (auto& [id, r] : promises) {
-      if (newer(r.latest)) {
-        learn_(r.latest);
-        *current = r.latest;
-        return Status::OK();
-      }
       highest = std::max(highest, r.promised);
       if (r.ok && r.accepted && r.accepted_ballot > best_ballot) {
         best_ballot = r.accepted_ballot;
@@ -129,14 +134,12 @@ Status ControlStream::ProposeLocked(const DecidedPtr& prev, const DecidedPtr& mi
       am.kind = ControlMsg::Kind::kAccept;
       am.value = value;
       auto accepts = calls_->ControlAll(am, settled);
-      for (auto& [id, r] : accepts) {
-        if (newer(r.latest)) {
-          learn_(r.latest);
-          *current = r.latest;
-          return Status::OK();
-        }
-        highest = std::max(highest, r.promised);
+      if (DecidedPtr d = newer_in(accepts)) {
+        learn_(d);
+        *current = d;
+        return Status::OK();
       }
+      for (auto& [id, r] : accepts) highest = std::max(highest, r.promised);
       if (quorum(accepts)) chosen = value;
     }
     if (!chosen) {

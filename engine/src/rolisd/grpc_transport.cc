@@ -19,6 +19,32 @@ Status FromGrpc(const grpc::Status& s) {
 std::chrono::system_clock::time_point Deadline(std::chrono::milliseconds t) {
   return std::chrono::system_clock::now() + t;
 }
+
+// The chunks of a snapshot into *r (*last: the final chunk came), then the
+// call's status.
+grpc::Status ReadSnapshot(std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader, SnapshotReply* r,
+                          bool* last) {
+  v1::SnapshotChunk c;
+  bool first = true;
+  while (reader->Read(&c)) {
+    if (first) {
+      first = false;
+      r->ok = c.ok();
+      r->error = c.error();
+      r->at = wire::FromWire(c.at());
+      r->decided = c.has_decided() ? wire::FromWire(c.decided()) : nullptr;
+      r->leader_epoch = c.leader_epoch();
+      r->next_slot.assign(c.next_slot().begin(), c.next_slot().end());
+      r->skip.assign(c.skip().begin(), c.skip().end());
+      r->stream_barrier.assign(c.stream_barrier().begin(), c.stream_barrier().end());
+      r->stream_key.clear();
+      for (const auto& k : c.stream_key()) r->stream_key.push_back(wire::FromWire(k));
+    }
+    for (const auto& w : c.writes()) r->writes.push_back(SnapshotWrite{w.table(), w.key(), w.value()});
+    if (c.last()) *last = true;
+  }
+  return reader->Finish();
+}
 }  // namespace
 
 GrpcTransport::GrpcTransport(Options o) : o_(std::move(o)) {
@@ -247,16 +273,27 @@ size_t GrpcTransport::Queued(uint32_t peer, uint32_t stream) const {
   return s ? s->Queued() : 0;
 }
 
-Status GrpcTransport::Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) {
+Status GrpcTransport::Call(uint32_t peer, std::chrono::milliseconds timeout,
+                           const std::function<grpc::Status(v1::Replication::Stub*, grpc::ClientContext*)>& rpc) const {
   auto* stub = StubOf(peer);
   if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
   grpc::ClientContext ctx;
   ctx.set_deadline(Deadline(timeout));
-  v1::PromiseRequest req;
+  return FromGrpc(rpc(stub, &ctx));
+}
+
+template <typename Req, typename Resp, typename Msg>
+Status GrpcTransport::Unary(uint32_t peer, std::chrono::milliseconds timeout, const Msg& m,
+                            grpc::Status (v1::Replication::Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*),
+                            Resp* resp) const {
+  Req req;
   wire::ToWire(m, &req);
+  return Call(peer, timeout, [&](auto* stub, auto* ctx) { return (stub->*rpc)(ctx, req, resp); });
+}
+
+Status GrpcTransport::Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) {
   v1::PromiseResponse resp;
-  Status s = FromGrpc(stub->Promise(&ctx, req, &resp));
-  if (!s.ok()) return s;
+  if (Status s = Unary(peer, timeout, m, &v1::Replication::Stub::Promise, &resp); !s.ok()) return s;
   std::string err;
   if (!wire::FromWire(resp, r, &err)) return Status::InvalidArgument(err);
   r->from = peer;
@@ -264,15 +301,8 @@ Status GrpcTransport::Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* 
 }
 
 Status GrpcTransport::Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) {
-  auto* stub = StubOf(peer);
-  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
-  grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(timeout));
-  v1::ControlRequest req;
-  wire::ToWire(m, &req);
   v1::ControlResponse resp;
-  Status s = FromGrpc(stub->Control(&ctx, req, &resp));
-  if (!s.ok()) return s;
+  if (Status s = Unary(peer, timeout, m, &v1::Replication::Stub::Control, &resp); !s.ok()) return s;
   *r = wire::FromWire(resp);
   r->from = peer;
   return Status::OK();
@@ -280,33 +310,11 @@ Status GrpcTransport::Control(uint32_t peer, const ControlMsg& m, ControlReply* 
 
 Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r,
                                std::chrono::milliseconds timeout) {
-  auto* stub = StubOf(peer);
-  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
-  grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(timeout));
   v1::SnapshotRequest req;
   req.set_member_id(m.from);
-  auto reader = stub->Snapshot(&ctx, req);
-  v1::SnapshotChunk c;
-  bool first = true, last = false;
-  while (reader->Read(&c)) {
-    if (first) {
-      first = false;
-      r->ok = c.ok();
-      r->error = c.error();
-      r->at = wire::FromWire(c.at());
-      r->decided = c.has_decided() ? wire::FromWire(c.decided()) : nullptr;
-      r->leader_epoch = c.leader_epoch();
-      r->next_slot.assign(c.next_slot().begin(), c.next_slot().end());
-      r->skip.assign(c.skip().begin(), c.skip().end());
-      r->stream_barrier.assign(c.stream_barrier().begin(), c.stream_barrier().end());
-      r->stream_key.clear();
-      for (const auto& k : c.stream_key()) r->stream_key.push_back(wire::FromWire(k));
-    }
-    for (const auto& w : c.writes()) r->writes.push_back(SnapshotWrite{w.table(), w.key(), w.value()});
-    if (c.last()) last = true;
-  }
-  Status s = FromGrpc(reader->Finish());
+  bool last = false;
+  Status s = Call(peer, timeout,
+                  [&](auto* stub, auto* ctx) { return ReadSnapshot(stub->Snapshot(ctx, req), r, &last); });
   if (!s.ok()) return s;
   if (r->ok && !last) return Status(StatusCode::kInternal, "unavailable: snapshot cut short");
   if (r->ok && (r->next_slot.size() != o_.streams || r->skip.size() != o_.streams ||
@@ -317,14 +325,10 @@ Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotRepl
 }
 
 Status GrpcTransport::Hello(uint32_t peer, const v1::Member& self, v1::Member* out, std::chrono::milliseconds timeout) {
-  auto* stub = StubOf(peer);
-  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
-  grpc::ClientContext ctx;
-  ctx.set_deadline(Deadline(timeout));
   v1::HelloRequest req;
   *req.mutable_self() = self;
   v1::HelloResponse resp;
-  Status s = FromGrpc(stub->Hello(&ctx, req, &resp));
+  Status s = Call(peer, timeout, [&](auto* stub, auto* ctx) { return stub->Hello(ctx, req, &resp); });
   if (s.ok()) *out = resp.self();
   return s;
 }
@@ -369,12 +373,19 @@ GrpcTransport::Served GrpcTransport::ServeAccept(v1::AcceptRequest&& req, v1::Ac
   return Served::kReply;
 }
 
+grpc::Status ReplicationService::Admit(grpc::ServerContext* ctx, const char* method, uint32_t from,
+                                       ReplicaHandler** h) const {
+  if (grpc::Status st = Authorize(ctx, method); !st.ok()) return st;
+  *h = t_->handler();
+  if (!*h) return kNotReady;
+  if (t_->Dropped(from)) return kDropped;
+  return grpc::Status::OK;
+}
+
 grpc::Status ReplicationService::Promise(grpc::ServerContext* ctx, const v1::PromiseRequest* req,
                                          v1::PromiseResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Promise"); !st.ok()) return st;
-  ReplicaHandler* h = t_->handler();
-  if (!h) return kNotReady;
-  if (t_->Dropped(req->candidate_id())) return kDropped;
+  ReplicaHandler* h = nullptr;
+  if (grpc::Status st = Admit(ctx, "rolis.v1.Replication/Promise", req->candidate_id(), &h); !st.ok()) return st;
   PromiseReply r = h->HandlePromise(wire::FromWire(*req, 0));
   wire::ToWire(r, resp);
   return grpc::Status::OK;
@@ -398,10 +409,8 @@ grpc::Status ReplicationService::Replicate(grpc::ServerContext* ctx,
 
 grpc::Status ReplicationService::Snapshot(grpc::ServerContext* ctx, const v1::SnapshotRequest* req,
                                           grpc::ServerWriter<v1::SnapshotChunk>* writer) {
-  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Snapshot"); !st.ok()) return st;
-  ReplicaHandler* h = t_->handler();
-  if (!h) return kNotReady;
-  if (t_->Dropped(req->member_id())) return kDropped;
+  ReplicaHandler* h = nullptr;
+  if (grpc::Status st = Admit(ctx, "rolis.v1.Replication/Snapshot", req->member_id(), &h); !st.ok()) return st;
   SnapshotMsg m;
   m.from = req->member_id();
   SnapshotReply r = h->HandleSnapshot(m);
@@ -435,10 +444,8 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* ctx, const v1::Sn
 
 grpc::Status ReplicationService::Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
                                          v1::ControlResponse* resp) {
-  if (grpc::Status st = Authorize(ctx, "rolis.v1.Replication/Control"); !st.ok()) return st;
-  ReplicaHandler* h = t_->handler();
-  if (!h) return kNotReady;
-  if (t_->Dropped(req->from())) return kDropped;
+  ReplicaHandler* h = nullptr;
+  if (grpc::Status st = Admit(ctx, "rolis.v1.Replication/Control", req->from(), &h); !st.ok()) return st;
   ControlMsg m;
   std::string err;
   if (!wire::FromWire(*req, &m, &err)) return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, err);

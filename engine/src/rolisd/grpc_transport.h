@@ -103,6 +103,14 @@ class GrpcTransport final : public Transport {
  private:
   class Sender;
   v1::Replication::Stub* StubOf(uint32_t peer) const;
+  // One call to `peer` within `timeout`: `rpc` on its stub and a context
+  // with the deadline set; "unavailable" when there is no route to it.
+  Status Call(uint32_t peer, std::chrono::milliseconds timeout,
+              const std::function<grpc::Status(v1::Replication::Stub*, grpc::ClientContext*)>& rpc) const;
+  // Call with `m` in its wire form as the request of `rpc`, the answer in *resp.
+  template <typename Req, typename Resp, typename Msg>
+  Status Unary(uint32_t peer, std::chrono::milliseconds timeout, const Msg& m,
+               grpc::Status (v1::Replication::Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*), Resp* resp) const;
   grpc::ChannelInterface* ChannelOf(uint32_t peer) const;
   // With plaintext_fallback: whether calls to `peer` go in plaintext now
   // (its TLS channel failed and has not connected since). peers_mu_ held.
@@ -160,6 +168,9 @@ class ReplicationService final : public v1::Replication::Service {
   grpc::Status Authorize(grpc::ServerContext* ctx, const char* method) const {
     return authz_.Check(*ctx, server::Access::kReplication, method);
   }
+  // Authorize, then a running replica (into *h) and no test partition from
+  // `from`; not OK: the answer to the call.
+  grpc::Status Admit(grpc::ServerContext* ctx, const char* method, uint32_t from, ReplicaHandler** h) const;
 
   GrpcTransport* t_;
   std::function<v1::Member(const v1::Member&)> hello_;

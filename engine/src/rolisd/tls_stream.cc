@@ -11,72 +11,14 @@
 
 #include <mutex>
 
+#include "server/tls_context_files.h"
+
 namespace rolis::replication {
 namespace {
 
 using CtxPtr = std::shared_ptr<SSL_CTX>;
-
-std::string OpenSslError(const std::string& what) {
-  unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return what;
-  char buf[256];
-  ERR_error_string_n(e, buf, sizeof(buf));
-  return what + ": " + buf;
-}
-
-// A context for one side from the files; null with the reason in *error.
-CtxPtr LoadContext(const TlsFiles& f, bool server, std::string* error) {
-  CtxPtr ctx(SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()), SSL_CTX_free);
-  if (!ctx) {
-    *error = OpenSslError("cannot create a TLS context");
-    return nullptr;
-  }
-  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION);
-  if (SSL_CTX_use_certificate_chain_file(ctx.get(), f.cert.c_str()) != 1) {
-    *error = OpenSslError("cannot use --tls-cert " + f.cert);
-    return nullptr;
-  }
-  if (SSL_CTX_use_PrivateKey_file(ctx.get(), f.key.c_str(), SSL_FILETYPE_PEM) != 1 ||
-      SSL_CTX_check_private_key(ctx.get()) != 1) {
-    *error = OpenSslError("cannot use --tls-key " + f.key);
-    return nullptr;
-  }
-  if (SSL_CTX_load_verify_locations(ctx.get(), f.ca.c_str(), nullptr) != 1) {
-    *error = OpenSslError("cannot use --tls-ca " + f.ca);
-    return nullptr;
-  }
-  // Both sides present a certificate and verify the other's.
-  SSL_CTX_set_verify(ctx.get(), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
-  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  // Read what the socket holds in one read(2), not a record header and body
-  // apiece (ReadSome then hands back every whole record it holds).
-  SSL_CTX_set_read_ahead(ctx.get(), 1);
-  return ctx;
-}
-
-// The context of one side, read again from the files after `refresh`.
-class ContextCache {
- public:
-  ContextCache(TlsFiles f, bool server) : f_(std::move(f)), server_(server) {}
-  CtxPtr Get(std::string* error) {
-    std::lock_guard<std::mutex> g(mu_);
-    const auto now = std::chrono::steady_clock::now();
-    if (!ctx_ || now - loaded_ >= f_.refresh) {
-      CtxPtr fresh = LoadContext(f_, server_, error);
-      if (fresh) ctx_ = std::move(fresh);  // else keep the last good one (a rotation half written)
-      loaded_ = now;
-    }
-    return ctx_;
-  }
-
- private:
-  TlsFiles f_;
-  bool server_;
-  std::mutex mu_;
-  CtxPtr ctx_;
-  std::chrono::steady_clock::time_point loaded_;
-};
+using server::OpenSslError;
+using server::TlsContextFiles;
 
 class TlsStream final : public ByteStream {
  public:
@@ -222,7 +164,7 @@ void PeerNames(SSL* ssl, std::vector<std::string>* uris, std::string* subject) {
 
 // The socket made non-blocking and wrapped, after a handshake; null with the
 // reason in *error (the socket then closed).
-std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const std::string& peer_host,
+std::unique_ptr<ByteStream> Wrap(TlsContextFiles& cache, int fd, bool server, const std::string& peer_host,
                                  const PeerCheck& authorize_peer, std::string* error) {
   TuneSocket(fd);
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -266,8 +208,13 @@ std::unique_ptr<ByteStream> Wrap(ContextCache& cache, int fd, bool server, const
 }  // namespace
 
 bool MakeTlsStreamSecurity(const TlsFiles& files, StreamSecurity* out, std::string* error, PeerCheck authorize_peer) {
-  auto server = std::make_shared<ContextCache>(files, true);
-  auto client = std::make_shared<ContextCache>(files, false);
+  // Both sides present a certificate and verify the other's.
+  server::TlsContextSpec spec{files.cert, files.key, files.ca, true, TLS1_3_VERSION,
+                              SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, files.refresh,
+                              /*read_ahead=*/true};
+  auto server = std::make_shared<TlsContextFiles>(spec);
+  spec.server = false;
+  auto client = std::make_shared<TlsContextFiles>(spec);
   if (!server->Get(error) || !client->Get(error)) return false;
   out->server = [server, authorize_peer](int fd, std::string* error) {
     return Wrap(*server, fd, true, "", authorize_peer, error);

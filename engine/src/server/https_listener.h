@@ -8,19 +8,17 @@
 // port (http.h).
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 
 #include "rolis/status.h"
+#include "server/tcp_acceptor.h"
 
 namespace rolis::server {
+
+class TlsContextFiles;
 
 struct HttpResponse {
   int code = 200;
@@ -54,26 +52,18 @@ class HttpsListener {
   // certificate files do not load or the address cannot be bound.
   Status Start(const std::string& address);
   void Stop();
-  int port() const { return port_; }
+  int port() const { return acceptor_.port(); }
 
  private:
-  class Context;
-  void AcceptLoop();
   void ServeConnection(int fd);
   // One request read by `read` (bytes into buf, <= 0 at the end) and its
   // answer written by `write` (bytes written, <= 0 on failure).
   void Answer(const std::function<int(char* buf, int len)>& read, const std::function<int(const char*, int)>& write);
 
-  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<TlsContextFiles> ctx_;
   bool accept_plaintext_;
   Handler handler_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::condition_variable idle_;
-  std::set<int> open_;  // sockets being served
+  TcpAcceptor acceptor_;
 };
 
 }  // namespace rolis::server

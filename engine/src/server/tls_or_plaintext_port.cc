@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <grpcpp/server_posix.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -34,110 +33,24 @@ int PeekFirstByte(int fd, std::chrono::milliseconds timeout) {
   }
 }
 
-int ListenTcp(const std::string& address, int* port, std::string* error) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    *error = fmt::format("bad address {} (want host:port)", address);
-    return -1;
-  }
-  std::string host = address.substr(0, colon), service = address.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* res = nullptr;
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &res); rc != 0) {
-    *error = fmt::format("cannot resolve {}: {}", address, gai_strerror(rc));
-    return -1;
-  }
-  int fd = -1;
-  std::string why = "no address";
-  for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    int one = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, 256) != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(res);
-  if (fd < 0) {
-    *error = fmt::format("cannot listen on {}: {}", address, why);
-    return -1;
-  }
-  sockaddr_storage bound{};
-  socklen_t len = sizeof(bound);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
-  *port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                      : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return fd;
-}
-
 Status TlsOrPlaintextPort::Start(const std::string& address) {
   std::string error;
-  listen_fd_ = ListenTcp(address, &port_, &error);
-  if (listen_fd_ < 0) return Status::Internal(fmt::format("{} port: {}", name_, error));
-  acceptor_ = std::thread([this] { AcceptLoop(); });
+  if (!acceptor_.Start(address, &error)) return Status::Internal(fmt::format("{} port: {}", name_, error));
   return Status::OK();
-}
-
-void TlsOrPlaintextPort::Stop() {
-  if (stop_.exchange(true)) return;
-  if (listen_fd_ >= 0) ::shutdown(listen_fd_, SHUT_RDWR);  // wakes accept(2)
-  if (acceptor_.joinable()) acceptor_.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
-  std::unique_lock<std::mutex> lk(mu_);
-  for (int fd : open_) ::shutdown(fd, SHUT_RDWR);  // their reads end at once
-  idle_.wait(lk, [this] { return serving_ == 0; });
-}
-
-void TlsOrPlaintextPort::AcceptLoop() {
-  while (!stop_.load()) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (stop_.load()) return;
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // EMFILE and the like
-      continue;
-    }
-    std::lock_guard<std::mutex> g(mu_);
-    if (stop_.load() || serving_ >= kMaxConnections) {
-      ::close(fd);
-      continue;
-    }
-    open_.insert(fd);
-    serving_++;
-    std::thread([this, fd] { Serve(fd); }).detach();
-  }
 }
 
 void TlsOrPlaintextPort::Serve(int fd) {
   const int first = PeekFirstByte(fd, kFirstByteTimeout);
-  bool handed = false;
   if (first == kTlsHandshakeRecord) {
     Relay(fd);
   } else if (first >= 0) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (!stop_.load()) {
-      open_.erase(fd);
+    acceptor_.HandOver(fd, [this](int sock) {
       int one = 1;
-      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-      plaintext_(fd);  // the socket is the receiver's now
-      handed = true;
-    }
+      ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      ::fcntl(sock, F_SETFL, ::fcntl(sock, F_GETFL) | O_NONBLOCK);
+      plaintext_(sock);  // the socket is the receiver's now
+    });
   }
-  std::lock_guard<std::mutex> g(mu_);
-  if (!handed) {
-    open_.erase(fd);
-    ::close(fd);
-  }
-  if (--serving_ == 0) idle_.notify_all();
 }
 
 namespace {
@@ -183,17 +96,11 @@ void TlsOrPlaintextPort::Relay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   ::setsockopt(back, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    open_.insert(back);
-    if (stop_.load()) ::shutdown(back, SHUT_RDWR);
-  }
+  acceptor_.Track(back);
   std::thread up([fd, back] { Pump(fd, back); });
   Pump(back, fd);
   up.join();
-  std::lock_guard<std::mutex> g(mu_);
-  open_.erase(back);
-  ::close(back);
+  acceptor_.CloseTracked(back);
 }
 
 Status StartGrpcServer(grpc::ServerBuilder& b, const std::string& address,

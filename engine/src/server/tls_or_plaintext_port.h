@@ -17,17 +17,13 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
-#include <thread>
 
 #include "rolis/status.h"
+#include "server/tcp_acceptor.h"
 
 namespace rolis::server {
 
@@ -37,10 +33,6 @@ inline constexpr unsigned char kTlsHandshakeRecord = 0x16;
 // (MSG_PEEK), waiting at most `timeout`; -1 when none came (closed, timed
 // out or an error).
 int PeekFirstByte(int fd, std::chrono::milliseconds timeout);
-
-// A listening TCP socket at host:port ("0.0.0.0:7000", "[::]:0",
-// "localhost:0"); -1 with the reason in *error. *port gets the bound port.
-int ListenTcp(const std::string& address, int* port, std::string* error);
 
 class TlsOrPlaintextPort {
  public:
@@ -54,32 +46,27 @@ class TlsOrPlaintextPort {
 
   // `name` names the port in log lines ("client", "admin", "replication").
   TlsOrPlaintextPort(std::string name, Handoff plaintext, int tls_backend_port)
-      : name_(std::move(name)), plaintext_(std::move(plaintext)), tls_backend_port_(tls_backend_port) {}
+      : name_(std::move(name)),
+        plaintext_(std::move(plaintext)),
+        tls_backend_port_(tls_backend_port),
+        acceptor_(kMaxConnections, {}, [this](int fd) { Serve(fd); }) {}
   ~TlsOrPlaintextPort() { Stop(); }
 
   Status Start(const std::string& address);
-  int port() const { return port_; }
+  int port() const { return acceptor_.port(); }
   // Closes the port and every relayed connection; returns when their
   // threads are done. Plaintext connections handed over are the gRPC
   // server's from then on.
-  void Stop();
+  void Stop() { acceptor_.Stop(); }
 
  private:
-  void AcceptLoop();
   void Serve(int fd);
   void Relay(int fd);
 
   std::string name_;
   Handoff plaintext_;
   int tls_backend_port_;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::thread acceptor_;
-  std::mutex mu_;
-  std::condition_variable idle_;
-  std::set<int> open_;  // sockets being sorted or relayed (and their relayed twins)
-  int serving_ = 0;     // threads of Serve
+  TcpAcceptor acceptor_;  // tracks the sockets being sorted or relayed (and their relayed twins)
 };
 
 // Builds and starts `b`'s server at `address` with `creds`. With

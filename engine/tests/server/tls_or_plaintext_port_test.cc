@@ -4,9 +4,7 @@
 // a loopback echo server: the front relays bytes and never looks into TLS.
 #include "server/tls_or_plaintext_port.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,20 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "loopback_dial.h"
+
 namespace rolis::server {
 namespace {
-
-int Dial(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
-}
 
 std::string ReadN(int fd, size_t n) {
   std::string out;
@@ -103,12 +91,12 @@ TEST(TlsOrPlaintextPortTest, RelaysTlsAndHandsPlaintextOver) {
       backend.port());
   ASSERT_TRUE(front.Start("127.0.0.1:0").ok());
 
-  const int tls = Dial(front.port());
+  const int tls = DialLoopback(front.port());
   const std::string hello = std::string(1, static_cast<char>(kTlsHandshakeRecord)) + "hello";
   ASSERT_EQ(::write(tls, hello.data(), hello.size()), static_cast<ssize_t>(hello.size()));
   EXPECT_EQ(ReadN(tls, hello.size()), hello) << "a TLS connection is relayed to the backend, bytes unchanged";
 
-  const int pc = Dial(front.port());
+  const int pc = DialLoopback(front.port());
   ASSERT_EQ(::write(pc, "PRI", 3), 3);
   EXPECT_EQ(ReadN(pc, 9), "plain:PRI") << "a plaintext connection is handed over with its first byte unread";
   EXPECT_EQ(handed.load(), 1);
