@@ -80,7 +80,17 @@ func TestAuthzReplicationTakesOnlyMembers(t *testing.T) {
 		!strings.Contains(out, "PermissionDenied") {
 		t.Fatalf("rolisctl failover with a client certificate: %v, want PermissionDenied:\n%s", err, out)
 	}
-	out, err := runRolisctl(t, append(tlsFlags(operator), "failover", "--json")...)
+	// Retried for a bounded time, as cl.failover does: right after start the
+	// members may still be finding out whether the cluster is new, and a
+	// failover then finds no majority to promise.
+	var out string
+	var err error
+	for attempt := 0; attempt < 40; attempt++ {
+		if out, err = runRolisctl(t, append(tlsFlags(operator), "failover", "--json")...); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatalf("rolisctl failover with the operator's certificate: %v\n%s", err, out)
 	}
