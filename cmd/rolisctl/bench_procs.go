@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 	"github.com/rolisdb/rolis/pkg/client"
 )
@@ -289,7 +292,7 @@ func loadProcWorkload(ctx context.Context, c *client.Client, w *procWorkload, ti
 	parts := uint64(res.Output[0])
 	bar := newProgressBar(progress, "load "+w.name, parts)
 	defer bar.finish()
-	var next, done atomic.Uint64
+	var next, done, skipped atomic.Uint64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
@@ -305,6 +308,12 @@ func loadProcWorkload(ctx context.Context, c *client.Client, w *procWorkload, ti
 				lctx, cancel := context.WithTimeout(ctx, long)
 				_, err := c.Call(lctx, w.name+".load", p)
 				cancel()
+				if alreadyLoaded(err) {
+					// A part is one transaction: it is there whole, from
+					// an earlier --load, and a re-run measures on it.
+					skipped.Add(1)
+					err = nil
+				}
 				if err != nil {
 					mu.Lock()
 					if first == nil {
@@ -319,7 +328,16 @@ func loadProcWorkload(ctx context.Context, c *client.Client, w *procWorkload, ti
 		}()
 	}
 	wg.Wait()
+	if n := skipped.Load(); n > 0 && first == nil {
+		fmt.Fprintf(progress, "load: %d of %d parts of %s were already loaded; kept as they are\n", n, parts, w.name)
+	}
 	return first
+}
+
+// alreadyLoaded says whether a load part failed because its rows exist
+// (rolisd's FailedPrecondition "already loaded").
+func alreadyLoaded(err error) bool {
+	return status.Code(err) == codes.FailedPrecondition && strings.Contains(status.Convert(err).Message(), "already loaded")
 }
 
 // unaryProcWorker makes one procedure call at a time (--pipeline=0).

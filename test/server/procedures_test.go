@@ -87,6 +87,31 @@ func TestProcedureWorkloadsRunAndKeepTheirInvariants(t *testing.T) {
 		t.Errorf("tpcc: check %q", c)
 	}
 	call(t, cl, "tpcc.check")
+	// --load with other sizes than the ones loaded is refused whole: the
+	// rows stay as they are.
+	_, errOut, err := rolisctl(t, "", "--endpoint="+ep, "bench", "--seconds=1", "--json",
+		"--workload=tpcc", "--warehouses=2", "--load")
+	if err == nil || !strings.Contains(errOut, "already set up with other sizes") {
+		t.Errorf("bench --load of TPC-C loaded with other sizes: %v\n%s", err, errOut)
+	}
+	call(t, cl, "tpcc.check")
+}
+
+// A second --load of the same workload keeps what is loaded and says so
+// (kubectl rolis bench adds --load to every run of a procedure workload).
+func TestProcedureWorkloadLoadedTwiceIsKept(t *testing.T) {
+	m, _ := standalone(t)
+	args := []string{"--endpoint=" + m.ClientAddr, "bench", "--seconds=1", "--warmup=0.2", "--json",
+		"--workload=tpcc", "--load", "--check"}
+	for run := 1; run <= 2; run++ {
+		out, errOut, err := rolisctl(t, "", args...)
+		if err != nil || !strings.Contains(out, "tpcc.check ok") {
+			t.Fatalf("run %d: %v\n%s%s", run, err, out, errOut)
+		}
+		if kept := strings.Contains(errOut, "parts of tpcc were already loaded"); kept != (run == 2) {
+			t.Errorf("run %d: the parts already loaded are reported %v:\n%s", run, kept, errOut)
+		}
+	}
 }
 
 func TestProcedureBadCallsAreInvalidArgumentAndChangeNothing(t *testing.T) {

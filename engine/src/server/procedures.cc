@@ -445,7 +445,21 @@ grpc::Status ProcedureHost::Setup(const Procedure& p, std::span<const uint64_t> 
   const std::string_view name = kWorkloadNames[static_cast<size_t>(p.workload)];
   // The reply waits for the read fence (Node::CallProcedure: commit_ts 0),
   // which covers this put.
-  Status s = CommitBatch(worker, [&](Transaction& txn) { return txn.Put(meta_, name, value); });
+  // Set up again with the same sizes: nothing changes (a re-run's --load).
+  // With other sizes the rows already loaded would not match them: refused.
+  Status s = CommitBatch(worker, [&](Transaction& txn) {
+    std::string existing;
+    Status got = txn.Get(meta_, name, &existing);
+    if (got.ok() && existing != value) {
+      return Status::FailedPrecondition(fmt::format(
+          "{} is already set up with other sizes; set it up with the same ones, or use a cluster without it", name));
+    }
+    if (!got.ok() && !got.IsNotFound()) return got;
+    return txn.Put(meta_, name, value);
+  });
+  if (s.code() == rolis::StatusCode::kFailedPrecondition) {
+    return grpc::Status(StatusCode::FAILED_PRECONDITION, s.message());
+  }
   if (!s.ok()) return FromEngine(s);
   {
     std::lock_guard<std::mutex> g(mu_);

@@ -141,6 +141,19 @@ TEST_F(ProceduresTest, BadSizesAtSetupAreInvalidArgument) {
   EXPECT_EQ(Call("bank.audit", {}).error_code(), StatusCode::FAILED_PRECONDITION);  // nothing was set up
 }
 
+// A second setup with the same sizes changes nothing (a re-run's --load);
+// with other sizes it is refused, and what is loaded stays as it was.
+TEST_F(ProceduresTest, SetupAgainTakesTheSameSizesOnly) {
+  Load("bank", {100, 1000});
+  std::vector<int64_t> out;
+  Ok("bank.setup", {100, 1000}, &out);
+  grpc::Status st = Call("bank.setup", {200, 1000});
+  EXPECT_EQ(st.error_code(), StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(st.error_message().find("other sizes"), std::string::npos) << st.error_message();
+  Ok("bank.audit", {}, &out);
+  EXPECT_EQ(out, std::vector<int64_t>{100000});
+}
+
 TEST_F(ProceduresTest, BankTransfersKeepTheTotalAndBadArgsChangeNothing) {
   Load("bank", {100, 1000});
   std::vector<int64_t> out;
