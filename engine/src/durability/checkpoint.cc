@@ -7,6 +7,7 @@
 
 #include "frame.h"
 #include "record_codec.h"
+#include "rolis/log.h"
 
 namespace rolis::durability {
 
@@ -100,8 +101,9 @@ Status CheckpointWriter::Commit(std::string* path) {
   Status s = WriteAll(*file_, end);
   if (s.ok()) s = file_->Sync();
   if (const uint32_t pause = commit_pause_ms.load(); s.ok() && pause > 0) {
-    std::fprintf(stderr, "rolis-durability: test hook: %s.tmp is written and synced, %u ms before its rename\n",
-                 path_.c_str(), pause);
+    log::Printf(log::Level::kInfo, "durability",
+                "rolis-durability: test hook: %s.tmp is written and synced, %u ms before its rename",
+                path_.c_str(), pause);
     std::this_thread::sleep_for(std::chrono::milliseconds(pause));
   }
   if (s.ok()) {

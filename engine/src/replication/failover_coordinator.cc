@@ -1,10 +1,10 @@
 #include "failover_coordinator.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "membership.h"
 #include "replica_common.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -209,8 +209,8 @@ Status FailoverCoordinator::PrepareFailover(uint64_t new_epoch, const Decided& l
     std::lock_guard<std::mutex> g(pending_mu_);
     pending_ = std::move(pending);
   }
-  std::fprintf(stderr, "rolis-repl %u: prepared epoch %lu: G' = %s\n", opts_.id,
-               static_cast<unsigned long>(new_epoch), KeyStr(plan.watermark).c_str());
+  log::Printf(log::Level::kInfo, "replication", "rolis-repl %u: prepared epoch %lu: G' = %s", opts_.id,
+              static_cast<unsigned long>(new_epoch), KeyStr(plan.watermark).c_str());
   return Status::OK();
 }
 
@@ -283,8 +283,9 @@ Status FailoverCoordinator::OpenEpoch(const Decided& record, LogKey* watermark) 
   leader_->BeginOpening(opening);
   Status st = leader_->AwaitOpen(e, watermark);
   if (st.ok()) {
-    std::fprintf(stderr, "rolis-repl %u: leading epoch %lu (G' %s)\n", opts_.id, static_cast<unsigned long>(e),
-                 KeyStr(record.watermark).c_str());
+    log::Printf(log::Level::kInfo, "replication",
+                "rolis-repl %u: leading epoch %lu (G' %s)", opts_.id, static_cast<unsigned long>(e),
+                KeyStr(record.watermark).c_str());
   }
   return st;
 }

@@ -2,9 +2,9 @@
 // "Durability"): the leader's own vote counts once it is on its disk, and a
 // leader whose disk failed steps down naming the failure.
 #include <algorithm>
-#include <cstdio>
 
 #include "leader_streams.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -26,7 +26,7 @@ void LeaderStreams::RefreshOwnDurablePrefixLocked() {
 void LeaderStreams::OwnVoteRefusedLocked() {
   if (Status h = acceptor_->JournalHealth(); !h.ok()) {
     const std::string why = "this member's disk failed, it stops acknowledging: " + h.message();
-    std::fprintf(stderr, "rolis-repl %u: %s\n", opts_.id, why.c_str());
+    log::Printf(log::Level::kError, "replication", "rolis-repl %u: %s", opts_.id, why.c_str());
     StepDownLocked(acceptor_->promised(), why.c_str());
     return;
   }

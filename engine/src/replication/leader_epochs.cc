@@ -2,11 +2,11 @@
 // what a failover asks of the leader, and the configurations and peers a
 // membership change makes it count and send to.
 #include <algorithm>
-#include <cstdio>
 
 #include "leader_streams.h"
 #include "membership.h"
 #include "replica_common.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -185,8 +185,9 @@ void LeaderStreams::StepDownLocked(uint64_t newer_epoch, const char* why) {
   bool suspect = was_open && max_ts > 0;
   member_->role.store(suspect || member_->dirty.load() ? Role::kCatchingUp : Role::kFollower,
                       std::memory_order_release);
-  std::fprintf(stderr, "rolis-repl %u: stepped down from epoch %lu (%s; newer epoch %lu)\n", opts_.id,
-               static_cast<unsigned long>(epoch_), why, static_cast<unsigned long>(newer_epoch));
+  log::Printf(log::Level::kInfo, "replication",
+              "rolis-repl %u: stepped down from epoch %lu (%s; newer epoch %lu)", opts_.id,
+              static_cast<unsigned long>(epoch_), why, static_cast<unsigned long>(newer_epoch));
   epoch_ = 0;
   open_cv_.notify_all();
   waiters_.FailAll("this member stopped leading before replication acknowledged the transaction");
@@ -211,9 +212,10 @@ bool LeaderStreams::DeposedCommitsSurvive(const DecidedPtr& d) {
   if (deposed_epoch_ == 0 || d->record.epoch <= deposed_epoch_) return true;
   auto it = d->record.cut.find(deposed_epoch_);
   bool clean = deposed_max_ts_ == 0 || (it != d->record.cut.end() && it->second >= deposed_max_ts_);
-  std::fprintf(stderr, "rolis-repl %u: record of epoch %lu: the commits of epoch %lu led here (up to ts %lu) %s\n",
-               opts_.id, static_cast<unsigned long>(d->record.epoch), static_cast<unsigned long>(deposed_epoch_),
-               static_cast<unsigned long>(deposed_max_ts_), clean ? "all survive" : "do not all survive: state transfer");
+  log::Printf(clean ? log::Level::kInfo : log::Level::kWarn, "replication",
+              "rolis-repl %u: record of epoch %lu: the commits of epoch %lu led here (up to ts %lu) %s",
+              opts_.id, static_cast<unsigned long>(d->record.epoch), static_cast<unsigned long>(deposed_epoch_),
+              static_cast<unsigned long>(deposed_max_ts_), clean ? "all survive" : "do not all survive: state transfer");
   deposed_epoch_ = 0;
   deposed_max_ts_ = 0;
   return clean;

@@ -1,10 +1,10 @@
 #include "membership_changes.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <thread>
 
 #include "replica_common.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -125,8 +125,8 @@ Status MembershipChanges::Change(const std::vector<MemberAddr>& target, std::chr
     return Status::Aborted("another membership change was decided first: the membership is now " +
                            MembersString(member_->ConfigOf(chosen)) + "; send the request again if it still applies");
   }
-  std::fprintf(stderr, "rolis-repl %u: configuration %lu: %s\n", member_->self(),
-               static_cast<unsigned long>(chosen->config), MembersString(member_->ConfigOf(chosen)).c_str());
+  log::Printf(log::Level::kInfo, "replication", "rolis-repl %u: configuration %lu: %s", member_->self(),
+              static_cast<unsigned long>(chosen->config), MembersString(member_->ConfigOf(chosen)).c_str());
   return Status::OK();
 }
 

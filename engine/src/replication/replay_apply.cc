@@ -1,7 +1,8 @@
 #include "replay_apply.h"
 
 #include <atomic>
-#include <cstdio>
+
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -13,9 +14,10 @@ void ReplayApplier::Flush() {
     if (s.code() == StatusCode::kFailedPrecondition) diverged_ = true;
     static std::atomic<int> logged{0};
     if (logged.fetch_add(1) < 10) {
-      std::fprintf(stderr, "rolis-repl %u: replay of a group of %zu writes (from %lu.%lu) had a failed write: %s\n",
-                   log_id_, queued_.size(), static_cast<unsigned long>(queued_.front().order_epoch),
-                   static_cast<unsigned long>(queued_.front().order_ts), s.ToString().c_str());
+      log::Printf(log::Level::kError, "replication",
+                  "rolis-repl %u: replay of a group of %zu writes (from %lu.%lu) had a failed write: %s",
+                  log_id_, queued_.size(), static_cast<unsigned long>(queued_.front().order_epoch),
+                  static_cast<unsigned long>(queued_.front().order_ts), s.ToString().c_str());
     }
   }
   queued_.clear();

@@ -1,10 +1,10 @@
 #include "replayer.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "replica_options.h"
 #include "replica_status.h"
+#include "rolis/log.h"
 #include "rolis/thread_name.h"
 
 namespace rolis::replication {
@@ -337,8 +337,9 @@ bool Replayer::ReplayOnce() {
   if (applier_->TakeDiverged()) {
     // Its store no longer follows the log: it must not serve, vote for
     // itself or send snapshots until a state transfer replaces it.
-    std::fprintf(stderr, "rolis-repl %u: replay found the store diverged from the log: state transfer\n",
-                 member_->self());
+    log::Printf(log::Level::kError, "replication",
+                "rolis-repl %u: replay found the store diverged from the log: state transfer",
+                member_->self());
     on_diverged_();
   }
   return progress;

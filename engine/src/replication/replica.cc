@@ -1,9 +1,9 @@
 #include "replica.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "replica_common.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 namespace {
@@ -186,9 +186,10 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
     Slot head;
     bool have = acceptor_.Get(t, replayed, &head) && head.ballot == m.epoch;
     if (m.log_start > replayed && !have && !member_.needs_transfer.exchange(true)) {
-      std::fprintf(stderr, "rolis-repl %u: behind the leader's log on stream %u (at %lu, log starts at %lu): "
-                   "state transfer\n", opts_.id, t, static_cast<unsigned long>(replayed),
-                   static_cast<unsigned long>(m.log_start));
+      log::Printf(log::Level::kInfo, "replication",
+                  "rolis-repl %u: behind the leader's log on stream %u (at %lu, log starts at %lu): "
+                  "state transfer", opts_.id, t, static_cast<unsigned long>(replayed),
+                  static_cast<unsigned long>(m.log_start));
       transfer_.Wake();
     }
   }

@@ -2,9 +2,9 @@
 // "Durability"). Kept apart from replica.cc: the start from disk, the
 // durable replies and the leader's own durable vote, checkpoints, and the
 // data-loss report of a member that came back empty.
-#include <cstdio>
 
 #include "replica.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -78,11 +78,12 @@ void Replica::WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time
   Status s = durability_->WriteCheckpoint(snap);
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   if (s.ok()) {
-    std::fprintf(stderr, "rolis-repl %u: %s written: %zu keys at %lu.%lu in %.3f s%s\n", opts_.id, what,
-                 snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
-                 static_cast<unsigned long>(snap.at.ts), secs, after);
+    log::Printf(log::Level::kInfo, "durability",
+                "rolis-repl %u: %s written: %zu keys at %lu.%lu in %.3f s%s", opts_.id, what,
+                snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
+                static_cast<unsigned long>(snap.at.ts), secs, after);
   } else {
-    std::fprintf(stderr, "rolis-repl %u: %s failed: %s\n", opts_.id, what, s.message().c_str());
+    log::Printf(log::Level::kError, "durability", "rolis-repl %u: %s failed: %s", opts_.id, what, s.message().c_str());
   }
 }
 
@@ -124,13 +125,15 @@ Status Replica::LeaderCheckpointFromLog(const char* what) {
   std::lock_guard<std::mutex> g(checkpoint_log_mu_);
   if (s.ok()) {
     last_checkpoint_error_.clear();
-    std::fprintf(stderr, "rolis-repl %u: %s written from the log: %s; the log behind it removed\n", opts_.id, what,
-                 summary.c_str());
+    log::Printf(log::Level::kInfo, "durability",
+                "rolis-repl %u: %s written from the log: %s; the log behind it removed", opts_.id, what,
+                summary.c_str());
     return s;
   }
   if (s.message() != last_checkpoint_error_) {
     last_checkpoint_error_ = s.message();
-    std::fprintf(stderr, "rolis-repl %u: %s not derived from the log: %s\n", opts_.id, what, s.message().c_str());
+    log::Printf(log::Level::kWarn, "durability",
+                "rolis-repl %u: %s not derived from the log: %s", opts_.id, what, s.message().c_str());
   }
   return s;
 }
@@ -144,8 +147,9 @@ SnapshotReply Replica::HandleSnapshot(const SnapshotMsg&) {
   if (durability_ && db_ && member_.role.load() == Role::kLeader) {
     SnapshotReply r = LeaderCheckpointSnapshot();
     if (r.ok) return r;
-    std::fprintf(stderr, "rolis-repl %u: no checkpoint to serve a state transfer from (%s): the leader's snapshot\n",
-                 opts_.id, r.error.c_str());
+    log::Printf(log::Level::kWarn, "durability",
+                "rolis-repl %u: no checkpoint to serve a state transfer from (%s): the leader's snapshot",
+                opts_.id, r.error.c_str());
   }
   return snapshots_.Serve();
 }
@@ -177,11 +181,11 @@ SnapshotReply Replica::LeaderCheckpointSnapshot() {
   r.ok = true;
   r.error.clear();
   checkpoint_snapshots_.fetch_add(1);
-  std::fprintf(stderr,
-               "rolis-repl %u: served a state transfer from its checkpoint: %zu keys at %lu.%lu, read in %.3f s (no "
-               "write paused)\n",
-               opts_.id, r.writes.size(), static_cast<unsigned long>(r.at.epoch), static_cast<unsigned long>(r.at.ts),
-               std::chrono::duration<double>(SteadyClock::now() - t0).count());
+  log::Printf(log::Level::kInfo, "durability",
+              "rolis-repl %u: served a state transfer from its checkpoint: %zu keys at %lu.%lu, read in %.3f s (no "
+              "write paused)",
+              opts_.id, r.writes.size(), static_cast<unsigned long>(r.at.epoch), static_cast<unsigned long>(r.at.ts),
+              std::chrono::duration<double>(SteadyClock::now() - t0).count());
   return r;
 }
 
@@ -210,9 +214,9 @@ void Replica::SetDataLoss(const std::string& why) {
   std::lock_guard<std::mutex> g(data_loss_mu_);
   if (why == data_loss_) return;
   if (!why.empty()) {
-    std::fprintf(stderr, "rolis-repl %u: DATA LOSS SUSPECTED: %s\n", opts_.id, why.c_str());
+    log::Printf(log::Level::kError, "durability", "rolis-repl %u: DATA LOSS SUSPECTED: %s", opts_.id, why.c_str());
   } else if (!data_loss_.empty()) {
-    std::fprintf(stderr, "rolis-repl %u: data loss no longer suspected\n", opts_.id);
+    log::Printf(log::Level::kInfo, "durability", "rolis-repl %u: data loss no longer suspected", opts_.id);
   }
   data_loss_ = why;
 }

@@ -1,9 +1,9 @@
 #include "snapshot_source.h"
 
-#include <cstdio>
 #include <thread>
 
 #include "replica_common.h"
+#include "rolis/log.h"
 
 namespace rolis::replication {
 
@@ -135,10 +135,10 @@ SnapshotReply SnapshotSource::LeaderSnapshot() {
   r.writes = std::move(writes);
   r.ok = true;
   leader_snapshots_.fetch_add(1);
-  std::fprintf(stderr,
-               "rolis-repl %u: served a snapshot of %zu keys at %s (no caught-up follower could; %zu open "
-               "transactions aborted)\n",
-               member_->self(), r.writes.size(), KeyStr(r.at).c_str(), aborted);
+  log::Printf(log::Level::kInfo, "replication",
+              "rolis-repl %u: served a snapshot of %zu keys at %s (no caught-up follower could; %zu open "
+              "transactions aborted)",
+              member_->self(), r.writes.size(), KeyStr(r.at).c_str(), aborted);
   return r;
 }
 

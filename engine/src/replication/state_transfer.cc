@@ -1,12 +1,12 @@
 #include "state_transfer.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 
 #include "membership.h"
 #include "replica_common.h"
+#include "rolis/log.h"
 #include "rolis/thread_name.h"
 
 namespace rolis::replication {
@@ -48,12 +48,12 @@ void StateTransfer::Loop() {
       if (failing_since == SteadyClock::time_point{}) failing_since = reported = now;
       if (now - failing_since >= first_report && (reported == failing_since || now - reported >= report_every)) {
         reported = now;
-        std::fprintf(stderr,
-                     "rolis-repl %u: not voting yet, catching up for %lld s: %s (it counts toward a majority only "
-                     "once it has; `rolisctl status` shows which members are up)\n",
-                     member_->self(),
-                     static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - failing_since).count()),
-                     s.message().c_str());
+        log::Printf(log::Level::kWarn, "replication",
+                    "rolis-repl %u: not voting yet, catching up for %lld s: %s (it counts toward a majority only "
+                    "once it has; `rolisctl status` shows which members are up)",
+                    member_->self(),
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(now - failing_since).count()),
+                    s.message().c_str());
       }
     }
     std::unique_lock<std::mutex> lk(catch_mu_);
@@ -104,7 +104,8 @@ Status StateTransfer::Probe() {
   if (virgin >= std::min<size_t>(member_->peers().size(), majority())) {
     member_->voting.store(true);
     member_->role.store(Role::kFollower);
-    std::fprintf(stderr, "rolis-repl %u: new cluster (%zu other members have no state): voting\n", member_->self(), virgin);
+    log::Printf(log::Level::kInfo, "replication",
+                "rolis-repl %u: new cluster (%zu other members have no state): voting", member_->self(), virgin);
     return Status::OK();
   }
   return Unavailable(std::to_string(replies.size()) + " of the " +
@@ -237,8 +238,9 @@ Status StateTransfer::Transfer() {
   member_->role.store(Role::kFollower);
   transfers_.fetch_add(1);
   learn_leader_(newest);
-  std::fprintf(stderr, "rolis-repl %u: state transfer done: %zu keys at %s, votes of %zu members adopted\n",
-               member_->self(), snap.writes.size(), KeyStr(snap.at).c_str(), oks.size());
+  log::Printf(log::Level::kInfo, "replication",
+              "rolis-repl %u: state transfer done: %zu keys at %s, votes of %zu members adopted",
+              member_->self(), snap.writes.size(), KeyStr(snap.at).c_str(), oks.size());
   return Status::OK();
 }
 

@@ -7,13 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <memory>
 #include <mutex>
+
+#include "rolis/log.h"
 
 namespace rolis::server {
 namespace {
 
 // One JSON object a line (nlohmann::json):
 // {"ts":"2026-01-02T03:04:05.678901Z","level":"info","logger":"rolisd","msg":"..."}
+// where logger is "rolisd", or the engine component of a rolis/log.h line.
 class JsonFormatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
@@ -26,7 +30,7 @@ class JsonFormatter final : public spdlog::formatter {
     line["ts"] = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1,
                              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, us % 1000000);
     line["level"] = std::string_view(level.data(), level.size());
-    line["logger"] = "rolisd";
+    line["logger"] = std::string_view(msg.logger_name.data(), msg.logger_name.size());
     line["msg"] = std::string_view(msg.payload.data(), msg.payload.size());
     std::string out = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     out += '\n';
@@ -40,6 +44,39 @@ struct ErrorClassState {
   uint64_t suppressed = 0;
   bool logged = false;
 };
+
+// The loggers of the engine's components: clones of the default logger
+// (same sinks, format and level) under the component's name.
+std::mutex g_component_mu;
+std::map<std::string, std::shared_ptr<spdlog::logger>, std::less<>> g_component_loggers;
+
+std::shared_ptr<spdlog::logger> ComponentLogger(std::string_view component) {
+  std::lock_guard<std::mutex> g(g_component_mu);
+  auto it = g_component_loggers.find(component);
+  if (it == g_component_loggers.end()) {
+    it = g_component_loggers.emplace(std::string(component), spdlog::default_logger()->clone(std::string(component)))
+             .first;
+  }
+  return it->second;
+}
+
+spdlog::level::level_enum SpdlogLevel(rolis::log::Level level) {
+  switch (level) {
+    case rolis::log::Level::kDebug:
+      return spdlog::level::debug;
+    case rolis::log::Level::kInfo:
+      return spdlog::level::info;
+    case rolis::log::Level::kWarn:
+      return spdlog::level::warn;
+    case rolis::log::Level::kError:
+      return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+void ForwardEngineLine(rolis::log::Level level, std::string_view component, std::string_view message) {
+  ComponentLogger(component)->log(SpdlogLevel(level), spdlog::string_view_t(message.data(), message.size()));
+}
 
 std::mutex g_error_mu;
 std::map<std::string, ErrorClassState, std::less<>> g_error_classes;
@@ -63,6 +100,11 @@ bool SetupLogging(LogFormat format, const std::string& level) {
   logger->set_level(lvl);
   logger->flush_on(spdlog::level::info);
   spdlog::set_default_logger(logger);
+  {
+    std::lock_guard<std::mutex> g(g_component_mu);
+    g_component_loggers.clear();  // clones of the logger just replaced
+  }
+  rolis::log::SetSink(&ForwardEngineLine);
   return true;
 }
 

@@ -1,6 +1,8 @@
 // Logging of rolisd (spdlog): text or JSON lines on stderr. No per-request
 // line at info level; errors are reported once per class and interval
-// (LogErrorClass), with the number suppressed since the last line.
+// (LogErrorClass), with the number suppressed since the last line. The
+// engine's own lines (rolis/log.h) go through the same logger, one named
+// for their component ("replication", "durability").
 #pragma once
 
 #include <spdlog/spdlog.h>
@@ -13,8 +15,9 @@
 
 namespace rolis::server {
 
-// Installs the default logger. Returns false (and leaves the logger as is)
-// for an unknown level.
+// Installs the default logger, and the engine's log sink (rolis/log.h)
+// forwarding to it. Returns false (and leaves both as they are) for an
+// unknown level.
 bool SetupLogging(LogFormat format, const std::string& level);
 
 // JSON-escapes `s` as the JSON log lines do (nlohmann::json; bytes that are
