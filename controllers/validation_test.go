@@ -160,8 +160,9 @@ var _ = Describe("Validation by the API server", func() {
 			Expect(err).To(MatchError(ContainSubstring("durability is immutable")))
 		})
 		It("accepts a new number of worker threads up to the streams, not beyond", func() {
-			Expect(update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 8 })).To(Succeed())
-			err := update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 9 })
+			Expect(update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = 1 })).To(Succeed())
+			Expect(update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = dbv1.DefaultReplicationStreams })).To(Succeed())
+			err := update(func(c *dbv1.RolisCluster) { c.Spec.WorkerThreads = dbv1.DefaultReplicationStreams + 1 })
 			Expect(err).To(MatchError(ContainSubstring("workerThreads must be at most replicationStreams")))
 		})
 		It("accepts safe changes: replicas, batching, failover timeout, resources", func() {

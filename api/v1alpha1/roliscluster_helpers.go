@@ -14,7 +14,7 @@ import "time"
 const (
 	DefaultReplicas           = 3
 	DefaultWorkerThreads      = 2
-	DefaultReplicationStreams = 8
+	DefaultReplicationStreams = DefaultWorkerThreads
 	DefaultBatchSize          = 200 // rolisd's --batch-size default (engine/src/server/config.h)
 	DefaultBatchTimeout       = time.Millisecond
 	DefaultFailoverTimeout    = 3 * time.Second

@@ -61,8 +61,12 @@ type RolisClusterSpec struct {
 	// ReplicationStreams is the number of replication streams (per-worker
 	// Paxos logs), the same on every member: a member with another number
 	// could never catch up, so it is fixed at creation. It bounds
-	// workerThreads; a stream without a worker only sends heartbeats.
-	// +kubebuilder:default=8
+	// workerThreads; a stream without a worker only sends heartbeats, one
+	// per batch timeout while commits wait for the watermark, which costs
+	// every member CPU per transaction (docs/operator.md, "Immutable
+	// fields"). The default is the default workerThreads; set more to let
+	// workerThreads grow later.
+	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=64
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="replicationStreams is immutable: every member must run the same number of replication streams (a member restarted with another number cannot catch up); create a new cluster instead"

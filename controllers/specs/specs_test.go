@@ -223,7 +223,7 @@ func TestStatefulSetIsSafeByConstruction(t *testing.T) {
 	g.Expect(*ctr.SecurityContext.AllowPrivilegeEscalation).To(BeFalse())
 	g.Expect(ctr.SecurityContext.Capabilities.Drop).To(Equal([]corev1.Capability{"ALL"}))
 	g.Expect(ctr.Args).To(ContainElements("--id=$(ROLISD_ID)", "--peers=$(ROLISD_PEERS)",
-		"--listen=0.0.0.0:7000", "--admin-listen=0.0.0.0:7001", "--metrics-listen=0.0.0.0:9090", "--accept-stream-port=7003", "--worker-threads=4", "--replication-streams=8"))
+		"--listen=0.0.0.0:7000", "--admin-listen=0.0.0.0:7001", "--metrics-listen=0.0.0.0:9090", "--accept-stream-port=7003", "--worker-threads=4", "--replication-streams=4"))
 	g.Expect(ctr.Env).To(ContainElement(corev1.EnvVar{Name: EnvID, ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['apps.kubernetes.io/pod-index']"}}}))
 	g.Expect(ctr.Env).To(ContainElements(
