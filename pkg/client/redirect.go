@@ -23,8 +23,15 @@ func leaderFrom(trailer metadata.MD, msg string) string {
 }
 
 func leaderFromMessage(msg string) string {
-	lower := strings.ToLower(msg)
-	i := strings.Index(lower, "leader")
+	// ASCII case only, byte for byte: strings.ToLower may change the
+	// length of a message that is not valid UTF-8, and i must index msg.
+	lower := []byte(msg)
+	for j, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[j] = c + ('a' - 'A')
+		}
+	}
+	i := strings.Index(string(lower), "leader")
 	if i < 0 {
 		return ""
 	}
