@@ -210,7 +210,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
                            "refused above --memory-high-watermark percent of it.",
                            static_cast<double>(g.memory_limit_bytes)));
     out.push_back(OneGauge("rolis_memory_resident_bytes",
-                           "Resident memory as last sampled against the memory limit (every 100 ms).",
+                           "Resident memory as last sampled against the memory limit (every 20 ms).",
                            static_cast<double>(g.memory_resident_bytes)));
   }
 
