@@ -30,8 +30,8 @@ func residentBytes(t *testing.T, pid int) uint64 {
 }
 
 // Near its memory limit rolisd refuses writes that add data with
-// RESOURCE_EXHAUSTED and what to do, serves reads and deletes, and keeps
-// running (docs/operations.md, "Memory limit").
+// RESOURCE_EXHAUSTED and what to do, serves reads, deletes and read-only
+// procedures, and keeps running (docs/operations.md, "Memory limit").
 func TestWritesNearTheMemoryLimitAreRefusedAndReadsStillServed(t *testing.T) {
 	probe, _ := standalone(t)
 	startRSS := residentBytes(t, probe.Pid())
@@ -43,6 +43,10 @@ func TestWritesNearTheMemoryLimitAreRefusedAndReadsStillServed(t *testing.T) {
 	if got := metricValue(t, m, "rolis_memory_limit_bytes", nil); got != float64(limit) {
 		t.Fatalf("rolis_memory_limit_bytes = %v, want %d", got, limit)
 	}
+
+	// A small bank, to call a writing and a read-only procedure under pressure.
+	call(t, cl, "bank.setup", 10, 5)
+	call(t, cl, "bank.load", 0)
 
 	value := strings.Repeat("m", 512<<10)
 	var refused error
@@ -76,11 +80,16 @@ func TestWritesNearTheMemoryLimitAreRefusedAndReadsStillServed(t *testing.T) {
 	if found, err := cl.Delete(ctxFor(t, 10*time.Second), []byte("big-00001")); err != nil || !found {
 		t.Fatalf("delete under memory pressure: found=%v err=%v", found, err)
 	}
+	_, err := cl.Call(ctxFor(t, 10*time.Second), "bank.transfer", 1, 2, 1)
+	wantCode(t, "writing procedure under memory pressure", err, codes.ResourceExhausted)
+	if out := call(t, cl, "bank.audit"); len(out) == 0 {
+		t.Fatal("bank.audit returned nothing")
+	}
 	if !m.Running() {
 		t.Fatal("rolisd exited")
 	}
-	if got := metricValue(t, m, "rolis_aborts_total", map[string]string{"reason": "memory"}); got < 2 {
-		t.Errorf("rolis_aborts_total{reason=memory} = %v, want >= 2", got)
+	if got := metricValue(t, m, "rolis_aborts_total", map[string]string{"reason": "memory"}); got < 3 {
+		t.Errorf("rolis_aborts_total{reason=memory} = %v, want >= 3", got)
 	}
 	if got := metricValue(t, m, "rolis_memory_resident_bytes", nil); got < 0.9*float64(limit) {
 		t.Errorf("rolis_memory_resident_bytes = %v, want >= 90%% of %d", got, limit)
