@@ -130,6 +130,16 @@ Status RolisServer::Start() {
       spdlog::info("memory limit {} MiB{}: writes that add data are refused from {} MiB (now {} MiB resident)",
                    limit >> 20, config_.memory_limit ? "" : " (the memory cgroup's)", memory_guard_->high_bytes() >> 20,
                    memory_guard_->resident() >> 20);
+      // Prefaulted memory is resident from the start (docs/operations.md,
+      // "Memory limit"): too much of it and every such write is refused.
+      if (memory_guard_->under_pressure()) {
+        spdlog::warn("resident memory at start ({} MiB{}) is above the memory watermark ({} MiB): writes that add "
+                     "data are refused; lower --prefault-memory or raise the memory limit",
+                     memory_guard_->resident() >> 20,
+                     config_.prefault_memory != 0 ? fmt::format(", --prefault-memory {} MiB", config_.prefault_memory >> 20)
+                                                  : std::string(),
+                     memory_guard_->high_bytes() >> 20);
+      }
     }
   }
   Status s = node_->Start(config_.worker_threads);
