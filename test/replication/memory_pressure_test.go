@@ -33,6 +33,10 @@ func TestAFollowerUnderMemoryPressureKeepsReplicatingAndRefusesWritesOnceItLeads
 	if leader != 1 {
 		t.Fatalf("member %d leads, want 1", leader)
 	}
+	// Member 3 in the new epoch before member 2 goes: the leader then needs its accepts.
+	if err := cl.waitCaughtUp(1, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cl.member(2).Kill(); err != nil {
 		t.Fatal(err)
 	}
