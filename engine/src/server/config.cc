@@ -207,7 +207,7 @@ std::string ServerConfig::Summary() const {
       "worker_threads={} replication_streams={} tables=[{}] epoch_period={}ms huge_pages={} prefault_memory={} "
       "txn_idle_timeout={} max_txn_idle_timeout={} "
       "execute_retries={} max_execute_retries={} max_key_bytes={} max_value_bytes={} max_ops_per_txn={} "
-      "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} tls={} mtls={} "
+      "max_open_txns={} max_scan_limit={} max_message_bytes={} max_stream_inflight={} memory_limit={} memory_high_watermark={}% tls={} mtls={} "
       "tls_authorize={} tls_trust_domain={} metrics_tls={} tls_accept_plaintext={} tls_refresh_interval={}s shutdown_grace={} "
       "log_format={} log_level={}",
       listen, admin_listen, metrics_listen, ClientAddress(), id, peer_list,
@@ -218,7 +218,9 @@ std::string ServerConfig::Summary() const {
       huge_pages ? "on" : "off", FormatBytes(prefault_memory),
       FormatDuration(txn_idle_timeout), FormatDuration(max_txn_idle_timeout), execute_retries,
       max_execute_retries, max_key_bytes, max_value_bytes, max_ops_per_txn, max_open_txns, max_scan_limit,
-      FormatBytes(max_message_bytes), max_stream_inflight, tls_cert.empty() ? "off" : "on",
+      FormatBytes(max_message_bytes), max_stream_inflight,
+      !memory_limit ? std::string("cgroup") : *memory_limit == 0 ? std::string("none") : FormatBytes(*memory_limit),
+      memory_high_watermark, tls_cert.empty() ? "off" : "on",
       tls_ca.empty() ? "off" : "on", tls_authorize ? "on" : "off", tls_trust_domain.empty() ? "any" : tls_trust_domain,
       metrics_tls ? "on" : "off", tls_accept_plaintext ? "on" : "off", tls_refresh_interval.count(), FormatDuration(shutdown_grace),
       log_format == LogFormat::kJson ? "json" : "text", log_level);
@@ -240,6 +242,7 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
 
   std::string txn_idle = "30s", max_txn_idle = "10m", shutdown_grace = "10s", tls_refresh = "60s";
   std::string max_key = "1024", max_value = "64KiB", max_msg = "4MiB", prefault = "0";
+  std::string memory_limit;  // empty: the cgroup's limit
   std::string peers, tables = "kv", election = "none", decider = "control-stream", log_format = "text";
   std::string batch_timeout = "1ms", election_timeout = "1500ms";
   std::string durability, checkpoint_every = "256MiB";
@@ -356,6 +359,13 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
   app.add_option("--max-message-bytes", max_msg,
                  "Largest gRPC message received or sent; scan results are cut to fit")
       ->envname("ROLISD_MAX_MESSAGE_BYTES")->capture_default_str()->group("Limits");
+  app.add_option("--memory-limit", memory_limit,
+                 "Memory this member may use (e.g. 1GiB): writes are refused (RESOURCE_EXHAUSTED) above "
+                 "--memory-high-watermark percent of it. Default: the memory cgroup's limit, if any; 0 = none")
+      ->envname("ROLISD_MEMORY_LIMIT")->group("Limits");
+  app.add_option("--memory-high-watermark", c.memory_high_watermark,
+                 "Percent of --memory-limit at which writes are refused (10..100); accepted again 5 points below")
+      ->envname("ROLISD_MEMORY_HIGH_WATERMARK")->capture_default_str()->group("Limits");
   app.add_option("--max-stream-inflight", c.max_stream_inflight,
                  "Pending responses per ExecuteStream/ExecuteBatchStream before the server stops reading it (flow "
                  "control); also the most transactions in one ExecuteBatchStream message")
@@ -453,6 +463,15 @@ ParseResult ParseConfig(int argc, const char* const* argv) {
     auto v = ParseByteSize(*s.text);
     if (!v) return fail(fmt::format("{}: '{}' is not a size (e.g. 1024, 64KiB, 4MiB)", s.flag, *s.text));
     *s.out = *v;
+  }
+
+  if (!memory_limit.empty()) {
+    auto v = ParseByteSize(memory_limit);
+    if (!v) return fail(fmt::format("--memory-limit: '{}' is not a size (e.g. 512MiB, 4GiB; 0 = none)", memory_limit));
+    c.memory_limit = *v;
+  }
+  if (c.memory_high_watermark < 10 || c.memory_high_watermark > 100) {
+    return fail(fmt::format("--memory-high-watermark: {} is not a percentage in 10..100", c.memory_high_watermark));
   }
 
   // Addresses.

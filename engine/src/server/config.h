@@ -106,6 +106,11 @@ struct ServerConfig {
   uint32_t max_scan_limit = 10000;
   size_t max_message_bytes = 4 * 1024 * 1024;
   uint32_t max_stream_inflight = 1024;  // pending responses per ExecuteStream
+  // Writes are refused while the resident memory is at or above
+  // memory_high_watermark percent of memory_limit (docs/operations.md,
+  // "Memory limit"). nullopt: the memory cgroup's limit, if any; 0: none.
+  std::optional<uint64_t> memory_limit;
+  uint32_t memory_high_watermark = 90;
 
   // TLS (client and admin ports). Plaintext when tls_cert is empty.
   std::string tls_cert;

@@ -178,11 +178,15 @@ grpc::Status Node::Scan(const v1::ScanRequest& req, v1::ScanResponse* resp, Call
 grpc::Status Node::Put(const v1::PutRequest& req, v1::PutResponse* resp, CallContext* ctx) {
   grpc::Status st = CheckKey(req.key(), "key");
   if (st.ok()) st = CheckValue(req.value(), "value");
+  if (st.ok()) st = CheckMemory();
   if (!st.ok()) return st;
   OpenOp op;
   if (st = EnterOp(req.txn_id(), req.table(), true, ctx, &op); !st.ok()) return st;
   Status s = op.txn->txn->Put(op.table, req.key(), req.value());
-  if (s.ok()) return grpc::Status::OK;
+  if (s.ok()) {
+    op.txn->adds_data = true;
+    return grpc::Status::OK;
+  }
   return OpFailed(op.txn.get(), s);
 }
 
@@ -213,6 +217,12 @@ grpc::Status Node::Commit(const v1::CommitRequest& req, v1::CommitResponse* resp
     if (!st.ok()) {
       Finish(t.get(), true, AbortReason::kError);
       return st;
+    }
+    // Near the memory limit a transaction that adds data ends here, like a
+    // one-shot that would (memory_guard.h).
+    if (t->adds_data && memory_ != nullptr && memory_->under_pressure()) {
+      Finish(t.get(), true, AbortReason::kMemory);
+      return Err(StatusCode::RESOURCE_EXHAUSTED, memory_->RefusalMessage());
     }
   }
   Status s = t->txn->Commit();

@@ -71,7 +71,8 @@ std::string_view MethodName(Method m) {
 
 std::string_view AbortReasonName(AbortReason r) {
   static constexpr std::string_view kNames[] = {"conflict", "condition", "client",     "expired",
-                                                 "error",    "shutdown",  "not_leader", "leader_snapshot"};
+                                                 "error",    "shutdown",  "not_leader", "leader_snapshot",
+                                                 "memory"};
   static_assert(std::size(kNames) == static_cast<size_t>(AbortReason::kCount));
   return kNames[static_cast<int>(r)];
 }
@@ -203,6 +204,15 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   if (gauge_source_) g = gauge_source_();
 
   out.push_back(OneGauge("rolis_open_txns", "Open interactive transactions.", static_cast<double>(g.open_txns)));
+  if (g.memory_limit_bytes != 0) {
+    out.push_back(OneGauge("rolis_memory_limit_bytes",
+                           "Memory limit of this member (--memory-limit, by default the cgroup's); writes are "
+                           "refused above --memory-high-watermark percent of it.",
+                           static_cast<double>(g.memory_limit_bytes)));
+    out.push_back(OneGauge("rolis_memory_resident_bytes",
+                           "Resident memory as last sampled against the memory limit (every 20 ms).",
+                           static_cast<double>(g.memory_resident_bytes)));
+  }
 
 
   auto role = Family("rolis_role", "1 for the role this member is in, 0 for the others.", MetricType::Gauge);

@@ -53,6 +53,7 @@ enum class AbortReason : uint8_t {
   kShutdown,   // open at shutdown
   kNotLeader,  // read-write, open when this member stopped leading (it can never commit)
   kLeaderSnapshot,  // read-write, open when the leader paused its writes to fix a snapshot
+  kMemory,     // a write refused near the memory limit (memory_guard.h)
   kCount
 };
 std::string_view AbortReasonName(AbortReason r);
@@ -81,6 +82,9 @@ struct GaugeValues {
   uint64_t engine_live_versions = 0;
   uint64_t engine_epoch = 0;
   uint32_t worker_threads = 0;
+  // memory_guard.h: 0 limit = none (the gauges are then absent).
+  uint64_t memory_limit_bytes = 0;
+  uint64_t memory_resident_bytes = 0;
 };
 
 class Metrics : public prometheus::Collectable {

@@ -228,6 +228,12 @@ grpc::Status Node::CheckWritable(CallContext* ctx) const {
              fmt::format("no leader is open for writes (this member is {})", RoleName(role)));
 }
 
+grpc::Status Node::CheckMemory() const {
+  if (memory_ == nullptr || !memory_->under_pressure()) return grpc::Status::OK;
+  metrics_->CountAbort(AbortReason::kMemory);
+  return Err(StatusCode::RESOURCE_EXHAUSTED, memory_->RefusalMessage());
+}
+
 // --------------------------------------------------------------------------
 // One-shot transactions.
 
@@ -283,6 +289,15 @@ namespace {
 
 // A request names every key of its point ops up front: the engine looks
 // them up together before the first op runs (Transaction::Prefetch).
+// Whether a one-shot may grow the data (PUT or PUT_IF): refused under memory
+// pressure, while reads and deletes still run.
+bool AddsData(const v1::ExecuteRequest& req) {
+  for (const v1::Op& op : req.ops()) {
+    if (op.kind() == v1::Op::PUT || op.kind() == v1::Op::PUT_IF) return true;
+  }
+  return false;
+}
+
 void PrefetchPointOps(Transaction* txn, const v1::ExecuteRequest& req, const std::vector<Table*>& tables) {
   if (req.ops_size() < 2) return;
   thread_local std::vector<TableKey> keys;
@@ -415,6 +430,9 @@ grpc::Status Node::Execute(const v1::ExecuteRequest& req, v1::ExecuteResponse* r
   // member that is open for writes only.
   st = CheckWritable(ctx);
   if (!st.ok()) return st;
+  if (writes && AddsData(req)) {
+    if (st = CheckMemory(); !st.ok()) return st;
+  }
   uint32_t retries = req.max_retries() == 0 ? options_.execute_retries
                                             : std::min(req.max_retries(), options_.max_execute_retries);
   for (uint32_t attempt = 0;; attempt++) {

@@ -9,7 +9,8 @@
 //   INVALID_ARGUMENT    malformed/oversized input, unknown table (nothing changed)
 //   NOT_FOUND           unknown or expired transaction id
 //   ABORTED             OCC conflict (retry the whole transaction)
-//   RESOURCE_EXHAUSTED  too many open transactions, too many ops in one
+//   RESOURCE_EXHAUSTED  too many open transactions, too many ops in one, or
+//                       a write that adds data near the memory limit
 //   FAILED_PRECONDITION a write reached a follower (ctx.leader is set), or a
 //                       write in a read-only transaction
 //   UNAVAILABLE         no leader open for writes, or shutting down
@@ -29,6 +30,7 @@
 #include "rolis/db.h"
 #include "rolis/v1/client.pb.h"
 #include "server/config.h"
+#include "server/memory_guard.h"
 #include "server/metrics.h"
 #include "server/replicator.h"
 #include "server/txn_table.h"
@@ -83,6 +85,9 @@ class Node {
   void BeginDrain() { draining_.store(true); }
   bool draining() const { return draining_.load(std::memory_order_relaxed); }
   void Stop();
+  // Writes that add data are refused while `guard` reports memory pressure
+  // (not owned; must outlive the Node). Call before Start; none by default.
+  void SetMemoryGuard(const MemoryGuard* guard) { memory_ = guard; }
 
   // A request with `procedure` set runs that procedure (CallProcedure).
   grpc::Status Execute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, CallContext* ctx);
@@ -124,6 +129,10 @@ class Node {
   grpc::Status CheckKey(const std::string& key, const char* what) const;
   grpc::Status CheckValue(const std::string& value, const char* what) const;
   grpc::Status CheckWritable(CallContext* ctx) const;
+  // RESOURCE_EXHAUSTED while memory is nearly full (memory_guard.h), counted
+  // as an abort of reason memory; OK otherwise. For client writes that add
+  // data only: deletes (which free it) and replication are never refused.
+  grpc::Status CheckMemory() const;
   grpc::Status ValidateExecute(const v1::ExecuteRequest& req, std::vector<Table*>* tables, bool* writes) const;
 
   // One attempt of a one-shot transaction on a locked worker. Returns the
@@ -162,6 +171,7 @@ class Node {
   Database* db_;
   Replicator* replicator_;
   Metrics* metrics_;
+  const MemoryGuard* memory_ = nullptr;
   std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<ProcedureHost> procedures_;
   TxnTable txns_;

@@ -23,6 +23,9 @@ grpc::Status Node::CallProcedure(const v1::ExecuteRequest& req, v1::ExecuteRespo
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a request names a procedure or carries ops, not both");
   }
   if (grpc::Status st = CheckWritable(ctx); !st.ok()) return st;
+  if (!p->read_only) {
+    if (grpc::Status st = CheckMemory(); !st.ok()) return st;
+  }
   WorkerPool::Slot* slot = pool_->LockAny();
   if (slot == nullptr) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "every worker is held by an open interactive transaction");

@@ -120,6 +120,28 @@ Status RolisServer::Start() {
   if (!db_) return Status::Internal("the engine did not open");
 
   node_ = std::make_unique<Node>(NodeOptions::FromConfig(config_), db_.get(), replicator_.get(), metrics_.get());
+  {
+    // docs/operations.md, "Memory limit": by default the cgroup's limit.
+    uint64_t limit = config_.memory_limit ? *config_.memory_limit : CgroupMemoryLimit().value_or(0);
+    memory_guard_ = std::make_unique<MemoryGuard>(limit, config_.memory_high_watermark, ReadResidentBytes);
+    memory_guard_->Start();
+    node_->SetMemoryGuard(memory_guard_.get());
+    if (limit != 0) {
+      spdlog::info("memory limit {} MiB{}: writes that add data are refused from {} MiB (now {} MiB resident)",
+                   limit >> 20, config_.memory_limit ? "" : " (the memory cgroup's)", memory_guard_->high_bytes() >> 20,
+                   memory_guard_->resident() >> 20);
+      // Prefaulted memory is resident from the start (docs/operations.md,
+      // "Memory limit"): too much of it and every such write is refused.
+      if (memory_guard_->under_pressure()) {
+        spdlog::warn("resident memory at start ({} MiB{}) is above the memory watermark ({} MiB): writes that add "
+                     "data are refused; lower --prefault-memory or raise the memory limit",
+                     memory_guard_->resident() >> 20,
+                     config_.prefault_memory != 0 ? fmt::format(", --prefault-memory {} MiB", config_.prefault_memory >> 20)
+                                                  : std::string(),
+                     memory_guard_->high_bytes() >> 20);
+      }
+    }
+  }
   Status s = node_->Start(config_.worker_threads);
   if (!s.ok()) return s;
   replicator_->Attach(db_.get(), node_->worker_mutexes());
@@ -157,6 +179,8 @@ Status RolisServer::Start() {
     g.engine_live_versions = st.live_versions;
     g.engine_epoch = st.current_epoch;
     g.worker_threads = static_cast<uint32_t>(node_->workers());
+    g.memory_limit_bytes = memory_guard_->limit();
+    g.memory_resident_bytes = memory_guard_->resident();
     return g;
   });
 

@@ -67,6 +67,7 @@ class RolisServer {
   MakeReplicator make_replicator_;
   Authorizer authz_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<MemoryGuard> memory_guard_;  // outlives node_
   std::unique_ptr<Replicator> replicator_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<Node> node_;

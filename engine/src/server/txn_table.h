@@ -29,6 +29,7 @@ struct OpenTxn {
   std::unique_ptr<Transaction> txn;
   bool finished = false;
   uint32_t ops = 0;
+  bool adds_data = false;  // a Put succeeded (its Commit is refused under memory pressure)
 
   // Last activity + idle timeout, in steady-clock nanoseconds. Written under
   // slot->mu, read by the reaper without it (then rechecked under it).

@@ -118,6 +118,30 @@ TEST(ConfigTest, PrefaultMemoryIsNoneByDefaultAndTakesASize) {
   EXPECT_NE(bad.message.find("--prefault-memory"), std::string::npos) << bad.message;
 }
 
+TEST(ConfigTest, MemoryLimitIsTheCgroupsByDefaultAndTakesASizeOrZero) {
+  ParseResult d = Parse({});
+  ASSERT_EQ(d.kind, ParseResult::Kind::kOk) << d.message;
+  EXPECT_EQ(d.config.memory_limit, std::nullopt);  // docs/operations.md, "Memory limit"
+  EXPECT_EQ(d.config.memory_high_watermark, 90u);
+  EXPECT_NE(d.config.Summary().find("memory_limit=cgroup memory_high_watermark=90%"), std::string::npos);
+  ParseResult one = Parse({"--memory-limit=1GiB", "--memory-high-watermark=80"});
+  ASSERT_EQ(one.kind, ParseResult::Kind::kOk) << one.message;
+  EXPECT_EQ(one.config.memory_limit, uint64_t{1} << 30);
+  EXPECT_EQ(one.config.memory_high_watermark, 80u);
+  EXPECT_NE(one.config.Summary().find("memory_limit=1024MiB"), std::string::npos) << one.config.Summary();
+  ParseResult none = Parse({"--memory-limit=0"});
+  ASSERT_EQ(none.kind, ParseResult::Kind::kOk) << none.message;
+  EXPECT_EQ(none.config.memory_limit, uint64_t{0});
+  EXPECT_NE(none.config.Summary().find("memory_limit=none"), std::string::npos);
+  for (auto [arg, flag] : {std::pair{"--memory-limit=lots", "--memory-limit"},
+                           std::pair{"--memory-high-watermark=5", "--memory-high-watermark"},
+                           std::pair{"--memory-high-watermark=101", "--memory-high-watermark"}}) {
+    ParseResult bad = Parse({arg});
+    EXPECT_EQ(bad.kind, ParseResult::Kind::kError) << arg;
+    EXPECT_NE(bad.message.find(flag), std::string::npos) << bad.message;
+  }
+}
+
 TEST(ConfigTest, TheAcceptStreamPortIsAnyFreeOneByDefaultAndMinusOneTurnsItOff) {
   EXPECT_EQ(Parse({}).config.accept_stream_port, 0);
   ParseResult fixed = Parse({"--accept-stream-port=7003"});

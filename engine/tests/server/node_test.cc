@@ -540,5 +540,42 @@ TEST_F(NodeTest, RepliesThatShowReadsWaitForTheNewestVersionRead) {
   EXPECT_EQ(cctx.commit_ts, written);  // read-only: waits for what it read
 }
 
+TEST_F(NodeTest, UnderMemoryPressureWritesThatAddDataAreRefusedReadsAndDeletesRun) {
+  Open();
+  uint64_t resident = 0;
+  MemoryGuard guard(1000, 90, [&] { return resident; });
+  node_->SetMemoryGuard(&guard);
+  PutOrDie("a", "1");
+  uint64_t open_rw = BeginTxn();
+  ASSERT_TRUE(TxnPut(open_rw, "b", "2").ok());
+  uint64_t deleter = BeginTxn();
+
+  resident = 950;
+  ASSERT_EQ(guard.Sample(), 1);
+  for (auto op : {Op(v1::Op::PUT, "c", "3"), Op(v1::Op::PUT_IF, "c", "3")}) {
+    grpc::Status st = Exec({op});
+    EXPECT_EQ(st.error_code(), StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_NE(st.error_message().find("memory nearly full"), std::string::npos) << st.error_message();
+  }
+  EXPECT_EQ(TxnPut(deleter, "d", "4").error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  // A transaction that put before the pressure ends at its commit.
+  EXPECT_EQ(TxnCommit(open_rw).error_code(), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(TxnCommit(open_rw).error_code(), StatusCode::NOT_FOUND);
+  EXPECT_EQ(metrics_.aborts(AbortReason::kMemory), 4u);
+  EXPECT_EQ(Read("a"), "1");
+  EXPECT_EQ(Read("b"), std::nullopt);
+  EXPECT_EQ(Read("c"), std::nullopt);
+  // Deletes free memory: they run, one-shot and interactive.
+  ASSERT_TRUE(Exec({Op(v1::Op::DELETE, "a")}).ok());
+  EXPECT_EQ(Read("a"), std::nullopt);
+  EXPECT_TRUE(TxnCommit(deleter).ok());
+
+  resident = 800;
+  ASSERT_EQ(guard.Sample(), -1);
+  PutOrDie("c", "3");
+  EXPECT_EQ(Read("c"), "3");
+  EXPECT_EQ(metrics_.aborts(AbortReason::kMemory), 4u);
+}
+
 }  // namespace
 }  // namespace rolis::server
