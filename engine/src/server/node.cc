@@ -287,8 +287,6 @@ grpc::Status Node::ValidateExecute(const v1::ExecuteRequest& req, std::vector<Ta
 
 namespace {
 
-// A request names every key of its point ops up front: the engine looks
-// them up together before the first op runs (Transaction::Prefetch).
 // Whether a one-shot may grow the data (PUT or PUT_IF): refused under memory
 // pressure, while reads and deletes still run.
 bool AddsData(const v1::ExecuteRequest& req) {
@@ -297,6 +295,9 @@ bool AddsData(const v1::ExecuteRequest& req) {
   }
   return false;
 }
+
+// A request names every key of its point ops up front: the engine looks
+// them up together before the first op runs (Transaction::Prefetch).
 
 void PrefetchPointOps(Transaction* txn, const v1::ExecuteRequest& req, const std::vector<Table*>& tables) {
   if (req.ops_size() < 2) return;
