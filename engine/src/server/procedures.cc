@@ -79,6 +79,7 @@ grpc::Status FromEngine(const Status& s) {
                                                            "loaded?): " + s.message());
     case rolis::StatusCode::kAlreadyExists:
       return grpc::Status(StatusCode::FAILED_PRECONDITION, "already loaded: " + s.message());
+    case rolis::StatusCode::kFailedPrecondition: return grpc::Status(StatusCode::FAILED_PRECONDITION, s.message());
     case rolis::StatusCode::kResourceExhausted: return grpc::Status(StatusCode::RESOURCE_EXHAUSTED, s.message());
     default: return grpc::Status(StatusCode::INTERNAL, s.message());
   }
@@ -457,9 +458,6 @@ grpc::Status ProcedureHost::Setup(const Procedure& p, std::span<const uint64_t> 
     if (!got.ok() && !got.IsNotFound()) return got;
     return txn.Put(meta_, name, value);
   });
-  if (s.code() == rolis::StatusCode::kFailedPrecondition) {
-    return grpc::Status(StatusCode::FAILED_PRECONDITION, s.message());
-  }
   if (!s.ok()) return FromEngine(s);
   {
     std::lock_guard<std::mutex> g(mu_);
