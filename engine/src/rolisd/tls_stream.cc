@@ -176,7 +176,10 @@ std::unique_ptr<ByteStream> Wrap(TlsContextFiles& cache, int fd, bool server, co
     return nullptr;
   }
   auto stream = std::make_unique<TlsStream>(fd, ssl);
-  SSL_set_fd(ssl, fd);
+  if (!server::AttachSocket(ssl, fd)) {
+    *error = OpenSslError("cannot attach the socket to TLS");
+    return nullptr;
+  }
   if (!server) {
     // The peer's certificate must name the host of its --peers address.
     in6_addr ip;

@@ -50,8 +50,7 @@ void HttpsListener::ServeConnection(int fd) {
     std::shared_ptr<SSL_CTX> ctx = ctx_->Get(&error);
     SSL* ssl = ctx ? SSL_new(ctx.get()) : nullptr;
     if (ssl != nullptr) {
-      SSL_set_fd(ssl, fd);
-      if (SSL_accept(ssl) == 1) {
+      if (AttachSocket(ssl, fd) && SSL_accept(ssl) == 1) {
         Answer([ssl](char* buf, int len) { return SSL_read(ssl, buf, len); },
                [ssl](const char* buf, int len) { return SSL_write(ssl, buf, len); });
         SSL_shutdown(ssl);

@@ -1,8 +1,51 @@
 #include "server/tls_context_files.h"
 
 #include <openssl/err.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 
 namespace rolis::server {
+namespace {
+
+// The socket BIO's write with MSG_NOSIGNAL; everything else is the socket
+// BIO's own.
+int WriteWithoutSigpipe(BIO* bio, const char* data, int len) {
+  int fd = -1;
+  BIO_get_fd(bio, &fd);
+  errno = 0;
+  const int rc = static_cast<int>(::send(fd, data, static_cast<size_t>(len), MSG_NOSIGNAL));
+  BIO_clear_retry_flags(bio);
+  if (rc <= 0 && BIO_sock_should_retry(rc)) BIO_set_retry_write(bio);
+  return rc;
+}
+
+const BIO_METHOD* SocketWithoutSigpipe() {
+  static BIO_METHOD* method = [] {
+    const BIO_METHOD* socket = BIO_s_socket();
+    BIO_METHOD* m = BIO_meth_new(BIO_TYPE_SOCKET, "socket without SIGPIPE");
+    if (m == nullptr) return m;
+    BIO_meth_set_write(m, WriteWithoutSigpipe);
+    BIO_meth_set_read(m, BIO_meth_get_read(socket));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(socket));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(socket));
+    BIO_meth_set_create(m, BIO_meth_get_create(socket));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(socket));
+    return m;
+  }();
+  return method;
+}
+
+}  // namespace
+
+bool AttachSocket(SSL* ssl, int fd) {
+  const BIO_METHOD* method = SocketWithoutSigpipe();
+  BIO* bio = method ? BIO_new(method) : nullptr;
+  if (bio == nullptr) return false;
+  BIO_set_fd(bio, fd, BIO_NOCLOSE);
+  SSL_set_bio(ssl, bio, bio);
+  return true;
+}
 
 std::string OpenSslError(const std::string& what) {
   unsigned long e = ERR_get_error();

@@ -33,6 +33,12 @@ struct TlsContextSpec {
 // queued); the queue is cleared.
 std::string OpenSslError(const std::string& what);
 
+// SSL_set_fd, except that writes use send(MSG_NOSIGNAL): a peer that went
+// away is a failed write, not a SIGPIPE that kills a process which does not
+// ignore it (a test binary, an embedding program). False when OpenSSL could
+// not make the BIO.
+bool AttachSocket(SSL* ssl, int fd);
+
 class TlsContextFiles {
  public:
   explicit TlsContextFiles(TlsContextSpec spec) : spec_(std::move(spec)) {}

@@ -392,6 +392,27 @@ TEST_F(AcceptStreamTls, CallersWithoutTheClustersCertificateAreNotServed) {
   EXPECT_EQ(s.served.load(), 0);
 }
 
+// As for the plain stream below: over TLS too, a peer that went away makes
+// a write fail instead of raising SIGPIPE (this test binary does not ignore it).
+TEST_F(AcceptStreamTls, AWriteToAPeerThatClosedFailsWithoutSigpipe) {
+  int fds[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+  const StreamSecurity member = Security("ca", "member");
+  std::unique_ptr<ByteStream> server;
+  std::string server_error, client_error;
+  std::thread accept([&] { server = member.server(fds[0], &server_error); });
+  std::unique_ptr<ByteStream> client = member.client(fds[1], "127.0.0.1", &client_error);
+  accept.join();
+  ASSERT_TRUE(server) << server_error;
+  ASSERT_TRUE(client) << client_error;
+  server.reset();  // closes its socket
+  const std::string data(1 << 16, 'x');
+  iovec part{const_cast<char*>(data.data()), data.size()};
+  bool failed = false;
+  for (int i = 0; i < 8 && !failed; i++) failed = !client->WriteAll(&part, 1);
+  EXPECT_TRUE(failed);
+}
+
 TEST_F(AcceptStreamTls, ADialerRefusesAServerOfAnotherCAOrHost) {
   EchoServer foreign(Security("other", "stranger"));
   EXPECT_FALSE(Dial(foreign.listener.port(), Security("ca", "member")));
