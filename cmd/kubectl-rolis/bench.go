@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -23,10 +22,8 @@ import (
 
 	dbv1 "github.com/rolisdb/rolis/api/v1alpha1"
 	"github.com/rolisdb/rolis/controllers/specs"
+	"github.com/rolisdb/rolis/pkg/workloads"
 )
-
-// benchWorkloads are rolisctl bench's workloads (docs/client.md, "bench").
-var benchWorkloads = []string{"ycsbpp", "tpcc", "retwis", "tpca", "bank", "hash"}
 
 type benchOptions struct {
 	workload string
@@ -69,7 +66,7 @@ failover timeline; docs/benchmarks.md, "Failover timeline").`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&bo.workload, "workload", "ycsbpp", "workload of rolisctl bench: "+strings.Join(benchWorkloads, ", ")+
+	f.StringVar(&bo.workload, "workload", "ycsbpp", "workload of rolisctl bench: "+workloads.List()+
 		" (all but ycsbpp run as server-side procedures, set up and loaded first with rolisctl bench --load)")
 	f.StringVar(&bo.image, "image", "", "tools image (default: the cluster's rolisd image with rolisd replaced by rolis-tools)")
 	f.IntVar(&bo.seconds, "seconds", 10, "measured seconds")
@@ -96,8 +93,8 @@ func toolsImage(rolisd string) string {
 // benchJob is the Job of a benchmark run: a pure function of the cluster
 // and the options.
 func benchJob(c *dbv1.RolisCluster, bo *benchOptions) (*batchv1.Job, error) {
-	if !slices.Contains(benchWorkloads, bo.workload) {
-		return nil, fmt.Errorf("--workload %q: rolisctl bench runs %s", bo.workload, strings.Join(benchWorkloads, ", "))
+	if !workloads.Known(bo.workload) {
+		return nil, fmt.Errorf("--workload %q: rolisctl bench runs %s", bo.workload, workloads.List())
 	}
 	if bo.seconds <= 0 {
 		return nil, fmt.Errorf("--seconds must be positive")

@@ -17,6 +17,7 @@ import (
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 	"github.com/rolisdb/rolis/pkg/client"
+	"github.com/rolisdb/rolis/pkg/workloads"
 	"github.com/spf13/cobra"
 )
 
@@ -149,7 +150,7 @@ that answers nothing for --timeout is given up.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: ycsbpp, tpcc, retwis, tpca, bank or hash")
+	f.StringVar(&o.workload, "workload", "ycsbpp", "workload: "+workloads.List())
 	f.Float64Var(&o.seconds, "seconds", 10, "measured duration in seconds")
 	f.Float64Var(&o.warmup, "warmup", 1, "unmeasured warm-up in seconds before the measurement")
 	f.IntVar(&o.concurrency, "concurrency", 0, "streams (batched, pipelined) or goroutines (unary); 0 = 1 stream, or 16 goroutines")

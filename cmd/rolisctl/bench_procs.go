@@ -17,6 +17,7 @@ import (
 
 	rolisv1 "github.com/rolisdb/rolis/gen/rolis/v1"
 	"github.com/rolisdb/rolis/pkg/client"
+	"github.com/rolisdb/rolis/pkg/workloads"
 )
 
 // Workloads that run as named server-side procedures (docs/client.md,
@@ -271,7 +272,7 @@ func newProcWorkload(o benchOptions, keysSet bool) (*procWorkload, error) {
 			}}
 		}
 	default:
-		return nil, usageErrorf("--workload %q: want ycsbpp, tpcc, retwis, tpca, bank or hash", o.workload)
+		return nil, usageErrorf("--workload %q: want %s", o.workload, workloads.List())
 	}
 	return w, nil
 }
