@@ -322,6 +322,18 @@ class AcceptStreamTls : public ::testing::Test {
     EXPECT_TRUE(MakeTlsStreamSecurity(f, &out, &error)) << error;
     return out;
   }
+  // Two members' streams over a socketpair, after their handshake.
+  static void HandshakeOverASocketPair(std::unique_ptr<ByteStream>* server, std::unique_ptr<ByteStream>* client) {
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    const StreamSecurity member = Security("ca", "member");
+    std::string server_error, client_error;
+    std::thread accept([&] { *server = member.server(fds[0], &server_error); });
+    *client = member.client(fds[1], "127.0.0.1", &client_error);
+    accept.join();
+    ASSERT_TRUE(*server) << server_error;
+    ASSERT_TRUE(*client) << client_error;
+  }
   static std::string dir_;
 };
 std::string AcceptStreamTls::dir_;
@@ -346,16 +358,8 @@ TEST_F(AcceptStreamTls, MembersOfTheClusterCAExchangeFrames) {
 // one group (one sync wait, one write). One TLS record per part, read one
 // record per call, made every frame its own group.
 TEST_F(AcceptStreamTls, AGroupOfFramesArrivesInOneRead) {
-  int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  const StreamSecurity member = Security("ca", "member");
-  std::unique_ptr<ByteStream> server;
-  std::string server_error, client_error;
-  std::thread accept([&] { server = member.server(fds[0], &server_error); });
-  std::unique_ptr<ByteStream> client = member.client(fds[1], "127.0.0.1", &client_error);
-  accept.join();
-  ASSERT_TRUE(server) << server_error;
-  ASSERT_TRUE(client) << client_error;
+  std::unique_ptr<ByteStream> server, client;
+  ASSERT_NO_FATAL_FAILURE(HandshakeOverASocketPair(&server, &client));
   FrameConn writer(std::move(client), kMaxFrame), reader(std::move(server), kMaxFrame);
   std::vector<std::string> frames;
   for (int i = 0; i < 20; i++) frames.push_back("frame " + std::to_string(i));
@@ -395,16 +399,8 @@ TEST_F(AcceptStreamTls, CallersWithoutTheClustersCertificateAreNotServed) {
 // As for the plain stream below: over TLS too, a peer that went away makes
 // a write fail instead of raising SIGPIPE (this test binary does not ignore it).
 TEST_F(AcceptStreamTls, AWriteToAPeerThatClosedFailsWithoutSigpipe) {
-  int fds[2];
-  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  const StreamSecurity member = Security("ca", "member");
-  std::unique_ptr<ByteStream> server;
-  std::string server_error, client_error;
-  std::thread accept([&] { server = member.server(fds[0], &server_error); });
-  std::unique_ptr<ByteStream> client = member.client(fds[1], "127.0.0.1", &client_error);
-  accept.join();
-  ASSERT_TRUE(server) << server_error;
-  ASSERT_TRUE(client) << client_error;
+  std::unique_ptr<ByteStream> server, client;
+  ASSERT_NO_FATAL_FAILURE(HandshakeOverASocketPair(&server, &client));
   server.reset();  // closes its socket
   const std::string data(1 << 16, 'x');
   iovec part{const_cast<char*>(data.data()), data.size()};
