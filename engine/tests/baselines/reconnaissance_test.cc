@@ -128,17 +128,28 @@ class Pointer : public Workload {
   Table* table_ = nullptr;
 };
 
-TEST(Reconnaissance, CalvinRestartsBumpsWhoseCounterMoved) {
-  Pointer w;
-  auto db = OpenAndLoad(w);
+// Calvin with two threads and short epochs, as both Calvin tests run it.
+CalvinOptions TwoThreadCalvin(int outstanding_per_thread) {
   CalvinOptions o;
   o.threads = 2;
   o.epoch = std::chrono::milliseconds(2);
-  o.outstanding_per_thread = 64;
-  Calvin calvin(o, nullptr);
-  calvin.Start();
-  bench::RunResult r = RunFixed(db.get(), w, 2000, 2, &calvin);
-  calvin.Stop();
+  o.outstanding_per_thread = outstanding_per_thread;
+  return o;
+}
+
+// RunFixed on two threads of a started Calvin, stopped after.
+bench::RunResult RunOnCalvin(Database* db, Workload& w, uint64_t per_thread, Calvin* calvin) {
+  calvin->Start();
+  bench::RunResult r = RunFixed(db, w, per_thread, 2, calvin);
+  calvin->Stop();
+  return r;
+}
+
+TEST(Reconnaissance, CalvinRestartsBumpsWhoseCounterMoved) {
+  Pointer w;
+  auto db = OpenAndLoad(w);
+  Calvin calvin(TwoThreadCalvin(64), nullptr);
+  bench::RunResult r = RunOnCalvin(db.get(), w, 2000, &calvin);
   EXPECT_EQ(r.commits, 4000u);
   EXPECT_GT(calvin.restarts(), 0u);
   EXPECT_EQ(calvin.restarts(), w.restarts_seen.load());
@@ -194,14 +205,8 @@ TEST(Reconnaissance, TpccOnCalvinStaysConsistent) {
   Tpcc tpcc(SmallTpcc());
   ASSERT_TRUE(tpcc.declares_sets());
   auto db = OpenAndLoad(tpcc);
-  CalvinOptions o;
-  o.threads = 2;
-  o.epoch = std::chrono::milliseconds(2);
-  o.outstanding_per_thread = 256;
-  Calvin calvin(o, nullptr);
-  calvin.Start();
-  bench::RunResult r = RunFixed(db.get(), tpcc, 3000, 2, &calvin);
-  calvin.Stop();
+  Calvin calvin(TwoThreadCalvin(256), nullptr);
+  bench::RunResult r = RunOnCalvin(db.get(), tpcc, 3000, &calvin);
   EXPECT_EQ(r.commits + r.rollbacks, 6000u);
   for (uint32_t t : {kNewOrder, kPayment, kOrderStatus, kDelivery, kStockLevel}) {
     EXPECT_GT(r.types[t].commits, 0u) << t;
