@@ -88,6 +88,23 @@ func TestTLSMembersGetTheTrustDomainAndHTTPSProbes(t *testing.T) {
 	g.Expect(ServiceMonitor(c, DefaultOptions()).Spec.Endpoints[0].Scheme).To(BeNil())
 }
 
+// Moving a running cluster to TLS: HTTP while members not yet rolled speak
+// plaintext only, HTTPS once every member takes TLS.
+func TestTheScrapeFollowsAMoveToTLS(t *testing.T) {
+	g := NewWithT(t)
+	c := sample()
+	for mode, https := range map[string]bool{
+		dbv1.TLSModeToMutualAcceptPlaintext: false,
+		dbv1.TLSModeToMutualRequireTLS:      true,
+		dbv1.TLSModeMutual:                  true,
+	} {
+		c.Annotations = map[string]string{dbv1.AnnotationTLSMode: mode}
+		ep := ServiceMonitor(c, DefaultOptions()).Spec.Endpoints[0]
+		g.Expect(ep.Scheme != nil).To(Equal(https), mode)
+		g.Expect(ep.TLSConfig != nil).To(Equal(https), mode)
+	}
+}
+
 func ruleFor(np *networkingv1.NetworkPolicy, port int32) networkingv1.NetworkPolicyIngressRule {
 	for _, r := range np.Spec.Ingress {
 		for _, p := range r.Ports {

@@ -39,7 +39,7 @@ func ServiceMonitor(c *dbv1.RolisCluster, o Options) *monv1.ServiceMonitor {
 			TargetLabel:  MetricsClusterLabel,
 		}},
 	}
-	if c.TLSEnabled() {
+	if c.TLSEnabled() && !c.TLSAcceptPlaintext() {
 		ep.Scheme = ptr.To(monv1.SchemeHTTPS)
 		ep.TLSConfig = &monv1.TLSConfig{SafeTLSConfig: monv1.SafeTLSConfig{
 			CA: monv1.SecretOrConfigMap{Secret: &corev1.SecretKeySelector{
