@@ -24,7 +24,11 @@ const MetricsClusterLabel = "rolis_cluster"
 // operator's own metrics have it; docs/operations.md, "Metrics").
 // With TLS the scrape is HTTPS, verified with the cluster's CA (ca.crt of
 // the member Secret) against the members' peer names; the metrics port asks
-// for no client certificate (the kubelet's probes use it too).
+// for no client certificate (the kubelet's probes use it too). While a
+// running cluster moves to TLS, the first rollout's members take both
+// (--tls-accept-plaintext) and the ones not yet rolled plaintext only, so
+// the scrape stays HTTP until the second rollout, whose members not yet
+// rolled still take both.
 func ServiceMonitor(c *dbv1.RolisCluster, o Options) *monv1.ServiceMonitor {
 	meta := objectMeta(c, ServiceMonitorName(c))
 	meta.Labels = mergeLabels(meta.Labels, c.Spec.Monitoring.Labels)
