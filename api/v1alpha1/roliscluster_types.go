@@ -101,9 +101,10 @@ type RolisClusterSpec struct {
 	// --prefault-memory with --huge-pages): the store then grows into it
 	// without page faults, which made replicated TPC-C 14-21% faster on the
 	// development VM (docs/operations.md, "Prefaulted memory"). It counts
-	// toward the pod's memory from the start, so it must be less than
-	// resources.limits.memory (checked by the operator, which changes
-	// nothing and reports InvalidSpec otherwise); size it for the data set
+	// toward the pod's memory from the start, so it must be below 90% of
+	// resources.limits.memory, where rolisd starts refusing writes that add
+	// data (checked by the operator, which changes nothing and reports
+	// InvalidSpec otherwise); size it for the data set
 	// plus headroom, and give the startup a few seconds per GiB. Unset:
 	// none. A change rolls the pods.
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : !quantity(self).isLessThan(quantity('0'))",message="prefaultMemory cannot be negative"

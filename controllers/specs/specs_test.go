@@ -8,8 +8,10 @@ package specs
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,4 +336,22 @@ func TestInvalidSpecComparesPrefaultWithTheMemoryLimit(t *testing.T) {
 	g.Expect(InvalidSpec(c)).To(BeEmpty(), "below the limit")
 	c.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1024Mi")
 	g.Expect(InvalidSpec(c)).To(ContainSubstring("spec.prefaultMemory (1Gi) must be less than resources.limits.memory (1Gi)"))
+	// Below the limit but at or above the write watermark (90%): every
+	// write that adds data would be refused from the start.
+	c.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1100Mi")
+	g.Expect(InvalidSpec(c)).To(ContainSubstring("spec.prefaultMemory (1Gi) must be below 90% of resources.limits.memory (1100Mi)"))
+	c.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("1140Mi")
+	g.Expect(InvalidSpec(c)).To(BeEmpty(), "just below the watermark")
+}
+
+// The operator's idea of the watermark is rolisd's default.
+func TestMemoryHighWatermarkIsRolisdsDefault(t *testing.T) {
+	src, err := os.ReadFile("../../engine/src/server/config.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("uint32_t memory_high_watermark = %d;", MemoryHighWatermarkPercent)
+	if !strings.Contains(string(src), want) {
+		t.Fatalf("engine/src/server/config.h has no %q", want)
+	}
 }
