@@ -242,6 +242,14 @@ func PlanRollout(members []Member, leaderID int32, leaderServing bool) Action {
 		if !m.Ready || !m.Reachable() {
 			return Action{Kind: Wait, ID: m.ID, Reason: fmt.Sprintf("rolling restart waits for %s to be ready", m.Pod)}
 		}
+		// Not only the pod's word: readiness probes can be overridden, and
+		// a member still in its state transfer cannot vouch for the votes
+		// another restarted member forgot (docs/replication.md, "Members
+		// that lose their memory"): restarting a second one then leaves
+		// both waiting for each other.
+		if m.Status.GetRole() == rolisv1.Role_CATCHING_UP {
+			return Action{Kind: Wait, ID: m.ID, Reason: fmt.Sprintf("rolling restart waits for %s to catch up", m.Pod)}
+		}
 	}
 	for _, m := range outdated {
 		if m.ID != leaderID {

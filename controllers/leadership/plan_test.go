@@ -144,6 +144,21 @@ func TestPlanRolloutWaitsForASettledCluster(t *testing.T) {
 	g.Expect(PlanRollout(m, 1, true).Kind).To(Equal(Wait))
 }
 
+// A member whose pod says Ready while it still catches up (a probe
+// overridden, or a pod marked Ready as soon as it serves) holds the
+// rollout: a second member restarted now would need its votes.
+func TestPlanRolloutWaitsForAMemberThatCatchesUp(t *testing.T) {
+	g := NewWithT(t)
+	m := members(3)
+	m[0].Outdated = true
+	m[1].Status.Role = rolisv1.Role_CATCHING_UP
+	a := PlanRollout(m, 3, true)
+	g.Expect(a.Kind).To(Equal(Wait))
+	g.Expect(a.Reason).To(Equal("rolling restart waits for db-2 to catch up"))
+	m[1].Status.Role = rolisv1.Role_FOLLOWER
+	g.Expect(PlanRollout(m, 3, true)).To(HaveField("Kind", DeletePod))
+}
+
 func TestPlanRolloutReplacesADownOutdatedFollowerFirst(t *testing.T) {
 	g := NewWithT(t)
 	m := members(3)
