@@ -17,7 +17,11 @@ class LocalNetwork::Endpoint final : public Transport {
     return net_->Call(id_, peer, [&](ReplicaHandler* h) { *r = h->HandleControl(m); });
   }
   Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds) override {
-    return net_->Call(id_, peer, [&](ReplicaHandler* h) { *r = h->HandleSnapshot(m); });
+    return net_->Call(id_, peer, [&](ReplicaHandler* h) {
+      CollectingSnapshotSink sink;
+      const Status s = h->HandleSnapshot(m, &sink);
+      *r = sink.Take(s);
+    });
   }
 
  private:

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "accept_stream.h"
+#include "snapshot_chunks.h"
 #include "stream_sender.h"
 #include "wire.h"
 
@@ -413,33 +414,17 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* ctx, const v1::Sn
   if (grpc::Status st = Admit(ctx, "rolis.v1.Replication/Snapshot", req->member_id(), &h); !st.ok()) return st;
   SnapshotMsg m;
   m.from = req->member_id();
-  SnapshotReply r = h->HandleSnapshot(m);
-  v1::SnapshotChunk c;
-  c.set_ok(r.ok);
-  c.set_error(r.error);
-  wire::ToWire(r.at, c.mutable_at());
-  if (r.decided) wire::ToWire(*r.decided, c.mutable_decided());
-  c.set_leader_epoch(r.leader_epoch);
-  for (uint64_t v : r.next_slot) c.add_next_slot(v);
-  for (uint64_t v : r.skip) c.add_skip(v);
-  for (uint64_t v : r.stream_barrier) c.add_stream_barrier(v);
-  for (LogKey k : r.stream_key) wire::ToWire(k, c.add_stream_key());
-  size_t bytes = 0;
-  for (const SnapshotWrite& w : r.writes) {
-    auto* lw = c.add_writes();
-    lw->set_table(w.table);
-    lw->set_key(w.key);
-    lw->set_value(w.value);
-    bytes += w.key.size() + w.value.size() + 16;
-    if (bytes > (1 << 20)) {
-      if (!writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "snapshot reader went away");
-      c.Clear();
-      bytes = 0;
-    }
+  // Each chunk goes out as the scan (or the checkpoint read) fills it: the
+  // store is never copied whole (docs/replication.md, "Members that lose
+  // their memory"). A reader that goes away ends the scan.
+  SnapshotChunkSink sink([writer](const v1::SnapshotChunk& c) { return writer->Write(c); });
+  const Status s = h->HandleSnapshot(m, &sink);
+  if (s.ok()) return grpc::Status::OK;
+  if (!sink.begun()) {
+    sink.Refuse(s.message());
+    return grpc::Status::OK;
   }
-  c.set_last(true);
-  writer->Write(c);
-  return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::ABORTED, "snapshot cut short: " + s.message());
 }
 
 grpc::Status ReplicationService::Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
