@@ -90,14 +90,6 @@ Status DurableMember::Open(const DurableMemberOptions& opts, Database* db, repli
 
 DurableMember::~DurableMember() = default;
 
-Status DurableMember::WriteCheckpoint(const replication::SnapshotReply& snap) {
-  std::lock_guard<std::mutex> wg(write_mu_);
-  const uint64_t appended = journal_->log().stats().bytes;
-  std::string path;
-  if (Status s = durability::WriteCheckpoint(o_.env, o_.dir, snap, &path); !s.ok()) return s;
-  return CheckpointWritten(path, snap.next_slot, appended);
-}
-
 Status DurableMember::CheckpointFromLog(const replication::LogCheckpointPosition& pos, std::string* summary) {
   std::lock_guard<std::mutex> wg(write_mu_);
   const uint64_t appended = journal_->log().stats().bytes;

@@ -50,7 +50,6 @@ class DurableMember final : public replication::MemberDurability {
   ~DurableMember() override;
 
   replication::AcceptorJournal* journal() override { return journal_.get(); }
-  Status WriteCheckpoint(const replication::SnapshotReply& snap) override;
   Status CheckpointFromLog(const replication::LogCheckpointPosition& pos, std::string* summary) override;
   std::unique_ptr<replication::SnapshotSink> CheckpointSink() override;
   Status ReadNewestCheckpoint(replication::SnapshotSink* sink) override;

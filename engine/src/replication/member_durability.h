@@ -36,14 +36,12 @@ class MemberDurability {
   // Accept or Promise).
   virtual AcceptorJournal* journal() = 0;
 
-  // Makes `snap` (its header and writes: a follower's snapshot, or the one a
-  // state transfer installed) the newest complete checkpoint, then removes
-  // the log segments whose slots are all below its next slots.
-  virtual Status WriteCheckpoint(const SnapshotReply& snap) = 0;
-  // The same, written as a snapshot's writes arrive: Begin starts the
-  // checkpoint, End makes it the newest and removes the log behind it;
-  // dropped without End, nothing changes. One checkpoint is written at a
-  // time: the sink holds that turn from Begin until End or its end.
+  // Writes a snapshot (a follower's, the leader's, or the one a state
+  // transfer installed) as its writes arrive: Begin starts the checkpoint,
+  // End makes it the newest complete checkpoint and removes the log
+  // segments whose slots are all below its next slots; dropped without End,
+  // nothing changes. One checkpoint is written at a time: the sink holds
+  // that turn from Begin until End or its end.
   virtual std::unique_ptr<SnapshotSink> CheckpointSink() = 0;
 
   // Derives the next checkpoint from the disk alone: the newest complete

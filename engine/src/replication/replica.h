@@ -182,14 +182,11 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
  private:
   // Durability (replica_durable.cc).
-  void CheckpointAfterTransfer(const SnapshotReply& snap);
-  // Writes `snap` as the checkpoint and logs the outcome as `what` (with
-  // `after` on success), timed from `t0`.
-  void WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
-                             const char* after);
-  // The same for a snapshot that `produce` streams into the checkpoint as
-  // its scan goes (SnapshotSource::Serve or ForCheckpoint): nothing is
-  // logged if it was refused before it began.
+  void CheckpointAfterTransfer(const ReceivedSnapshot& snap);
+  // Writes the snapshot that `produce` streams into the checkpoint (as a
+  // scan goes: SnapshotSource::Serve or ForCheckpoint; or from a received
+  // snapshot) and logs the outcome as `what` (with `after` on success),
+  // timed from `t0`; nothing if it was refused before it began.
   void StreamAndLogCheckpoint(const std::function<Status(SnapshotSink*)>& produce, SteadyClock::time_point t0,
                               const char* what, const char* after);
   void MaybeCheckpoint();  // the catch-up thread, when idle: the periodic checkpoint

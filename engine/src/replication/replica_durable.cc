@@ -58,7 +58,7 @@ void Replica::StartFromDisk(MemberDurability* durability, const DiskStart& start
   control_.SetJournal(journal);
   leader_.SetDurable(true);
   StateTransfer::DurabilityHooks hooks;
-  hooks.transferred = [this](const SnapshotReply& snap) {
+  hooks.transferred = [this](const ReceivedSnapshot& snap) {
     CheckpointAfterTransfer(snap);
     SetDataLoss("");
   };
@@ -99,25 +99,21 @@ void Replica::SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vecto
   }
 }
 
-void Replica::CheckpointAfterTransfer(const SnapshotReply& snap) {
+void Replica::CheckpointAfterTransfer(const ReceivedSnapshot& snap) {
   if (!durability_) return;
   // The log on disk lacks the slots below the snapshot: without a
   // checkpoint of it a restart would find a gap there.
-  WriteAndLogCheckpoint(snap, SteadyClock::now(), "checkpoint of the state transfer", "");
-}
-
-void Replica::WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
-                              const char* after) {
-  Status s = durability_->WriteCheckpoint(snap);
-  const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
-  if (s.ok()) {
-    log::Printf(log::Level::kInfo, "durability",
-                "rolis-repl %u: %s written: %zu keys at %lu.%lu in %.3f s%s", opts_.id, what,
-                snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
-                static_cast<unsigned long>(snap.at.ts), secs, after);
-  } else {
-    log::Printf(log::Level::kError, "durability", "rolis-repl %u: %s failed: %s", opts_.id, what, s.message().c_str());
-  }
+  StreamAndLogCheckpoint(
+      [&snap](SnapshotSink* sink) {
+        if (Status s = sink->Begin(snap.header()); !s.ok()) return s;
+        Status s;
+        snap.writes().ForEach([&](const PackedWrites::Record& r) {
+          s = sink->Add(r.table, r.key, r.value);
+          return s.ok();
+        });
+        return s.ok() ? sink->End() : s;
+      },
+      SteadyClock::now(), "checkpoint of the state transfer", "");
 }
 
 void Replica::StreamAndLogCheckpoint(const std::function<Status(SnapshotSink*)>& produce,

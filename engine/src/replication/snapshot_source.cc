@@ -125,38 +125,28 @@ Status SnapshotSource::LeaderSnapshot(SnapshotSink* sink) {
   return Status::OK();
 }
 
-namespace {
-
-bool InScanOrder(const SnapshotWrite& a, const SnapshotWrite& b) {
-  if (a.table != b.table) return a.table < b.table;
-  return std::string_view(a.key) < std::string_view(b.key);
-}
-
-}  // namespace
-
-bool SnapshotSource::KeysNotInLocked(const std::vector<SnapshotWrite>& snapshot,
+bool SnapshotSource::KeysNotInLocked(const PackedWrites& snapshot,
                                      std::vector<std::pair<TableId, std::string>>* stale) {
   // The snapshot's writes in (table, key) order: as received when the
   // sender scanned its store or read a checkpoint (both in that order);
-  // otherwise a sorted index of them, built once.
-  std::vector<const SnapshotWrite*> order;
-  const bool sorted = std::is_sorted(snapshot.begin(), snapshot.end(), InScanOrder);
-  if (!sorted) {
-    order.reserve(snapshot.size());
-    for (const SnapshotWrite& w : snapshot) order.push_back(&w);
-    std::sort(order.begin(), order.end(), [](const SnapshotWrite* a, const SnapshotWrite* b) { return InScanOrder(*a, *b); });
+  // otherwise through a sorted index of them, built once.
+  std::vector<PackedWrites::Ref> order = snapshot.Refs();
+  if (!snapshot.in_scan_order()) {
+    std::sort(order.begin(), order.end(), [&](PackedWrites::Ref a, PackedWrites::Ref b) {
+      const PackedWrites::Record ra = snapshot.At(a), rb = snapshot.At(b);
+      return InScanOrder(ra.table, ra.key, rb.table, rb.key);
+    });
   }
-  auto at = [&](size_t i) -> const SnapshotWrite& { return sorted ? snapshot[i] : *order[i]; };
   if (!AwaitEngineSnapshot(std::chrono::seconds(2))) return false;
   auto txn = worker_->BeginReadOnly();
   size_t next = 0;  // the first snapshot write not below the local key being walked
   for (TableId id = 0;; id++) {
     Table* table = nullptr;
     if (!db_->GetTable(id, &table).ok()) break;
-    while (next < snapshot.size() && at(next).table < id) next++;
     Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view) {
-      while (next < snapshot.size() && at(next).table == id && std::string_view(at(next).key) < k) next++;
-      if (next == snapshot.size() || at(next).table != id || std::string_view(at(next).key) != k) {
+      PackedWrites::Record r;
+      while (next < order.size() && InScanOrder((r = snapshot.At(order[next])).table, r.key, id, k)) next++;
+      if (next == order.size() || (r = snapshot.At(order[next])).table != id || r.key != k) {
         stale->push_back({id, std::string(k)});
       }
       return true;

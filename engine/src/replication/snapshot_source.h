@@ -33,6 +33,7 @@
 #include "leader_streams.h"
 #include "member_state.h"
 #include "replayer.h"
+#include "packed_writes.h"
 #include "rolis/db.h"
 #include "snapshot_sink.h"
 
@@ -67,8 +68,7 @@ class SnapshotSource {
   // they are walked through a sorted index. False if the engine's snapshot
   // does not advance.
   std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
-  bool KeysNotInLocked(const std::vector<SnapshotWrite>& snapshot,
-                       std::vector<std::pair<TableId, std::string>>* stale);
+  bool KeysNotInLocked(const PackedWrites& snapshot, std::vector<std::pair<TableId, std::string>>* stale);
 
  private:
   Status FollowerSnapshot(SnapshotSink* sink);

@@ -72,7 +72,11 @@ class Transport {
 
   virtual Status Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) = 0;
   virtual Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) = 0;
-  virtual Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds timeout) = 0;
+  // The peer's snapshot into `sink` as it arrives: OK once the sink's End
+  // returned OK. A refusal of the peer, a broken call or an error of the
+  // sink (which stops the peer's scan) is returned as an error.
+  virtual Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink* sink,
+                          std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace rolis::replication

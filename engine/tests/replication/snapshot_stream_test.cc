@@ -114,5 +114,33 @@ TEST(SnapshotStream, ARefusalComesBeforeAnyCallOfTheSink) {
   EXPECT_EQ(sink.calls, "");
 }
 
+// Fault: a partitioned leader commits keys locally that the next epoch
+// discards: before every key of the snapshot, between two of them, and
+// after the last. Invariant: its state transfer (the merge walk of its
+// store against the snapshot's writes) deletes exactly those, wherever
+// they fall in the key order.
+TEST(SnapshotStream, AStateTransferDeletesTheLocalKeysTheSnapshotLacksWhereverTheyFall) {
+  Cluster c({});
+  ASSERT_TRUE(c.Failover(1).ok());
+  for (int i = 10; i < 40; i++) ASSERT_EQ(c.Put(1, i % 2, "k" + std::to_string(i), "v1"), Cluster::Ack::kAcked);
+  c.net().Partition({1});
+  for (const char* k : {"a-stale", "k25x-stale", "z-stale"}) {
+    EXPECT_NE(c.Put(1, 0, k, "v", 100ms), Cluster::Ack::kAcked);
+  }
+  ASSERT_TRUE(c.FailoverRetrying(2).ok()) << c.Describe();
+  ASSERT_EQ(c.Put(2, 1, "k30", "v2"), Cluster::Ack::kAcked);
+  c.net().Heal();
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(1).role() == Role::kFollower && c.r(1).GetStatus().state_transfers == 1; },
+                                 15s))
+      << c.Describe();
+  ASSERT_EQ(c.Put(2, 0, "after", "1"), Cluster::Ack::kAcked);
+  ASSERT_TRUE(c.WaitReplicated(2)) << c.Describe();
+  auto dump = c.Dump(1);
+  EXPECT_EQ(dump, c.Dump(2));
+  EXPECT_EQ(dump.count("a-stale") + dump.count("k25x-stale") + dump.count("z-stale"), 0u);
+  EXPECT_EQ(dump.size(), 31u);
+  EXPECT_EQ(dump["k30"], "v2");
+}
+
 }  // namespace
 }  // namespace rolis::replication::testing
