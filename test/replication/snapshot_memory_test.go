@@ -66,7 +66,9 @@ func TestSnapshotTransferAndCheckpointDoNotCopyTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	quietCheckpoints(t, cl, server)
-	store := procStatus(t, cl, server)["VmRSS"] - base
+	loaded := procStatus(t, cl, server)
+	store := loaded["VmRSS"] - base
+	loadPeak := loaded["VmHWM"] // its checkpoints during the load included
 	dataSet := int64(records) * int64(valueBytes+12)
 
 	// A snapshot alone, as a member catching up asks for it: from the
@@ -127,6 +129,8 @@ func TestSnapshotTransferAndCheckpointDoNotCopyTheStore(t *testing.T) {
 	ratio := func(b int64) string { return fmt.Sprintf("%.2f", float64(b)/float64(store)) }
 	t.Logf("data set %s (%d records of %d bytes); the store's resident size on member %d: %s",
 		mb(dataSet), records, valueBytes, server, mb(store))
+	t.Logf("| follower loading the data (a checkpoint every %d MiB of log), peak resident | %s | %s |",
+		checkpointEvery>>20, mb(loadPeak), ratio(loadPeak))
 	t.Logf("| follower serving a snapshot, peak growth | %s | %s |", mb(served[server]), ratio(served[server]))
 	t.Logf("| leader serving its checkpoint, peak growth | %s | %s |", mb(served[leader]), ratio(served[leader]))
 	t.Logf("| follower serving a whole state transfer (votes included), peak growth | %s | %s |",
