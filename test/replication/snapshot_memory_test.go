@@ -145,20 +145,85 @@ func TestSnapshotTransferAndCheckpointDoNotCopyTheStore(t *testing.T) {
 	}
 }
 
+// Fault: a member catching up reads one chunk of a follower's snapshot and
+// goes away (its call cancelled). Invariants: the follower's scan ends (it
+// does not wait on the stream with its snapshot worker held), so the next
+// snapshot it serves is whole, and it keeps replaying.
+func TestASnapshotReaderThatGoesAwayEndsTheFollowersScan(t *testing.T) {
+	cl := startCluster(t, clusterOptions{})
+	const leader, server = 3, 1
+	if l, _ := cl.failover(leader); l != leader {
+		t.Fatalf("member %d leads, want %d", l, leader)
+	}
+	c := newClient(t, cl.clientAddrs())
+	const records = 8192 // 8 MB: several chunks
+	loadRecords(t, c, 0, records, 1024, 1)
+	if err := cl.waitCaughtUp(leader, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(cl.member(server).ReplAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := rolisv1.NewReplicationClient(conn).Snapshot(ctx, &rolisv1.SnapshotRequest{MemberId: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := stream.Recv()
+	if err != nil || !first.GetOk() || first.GetLast() {
+		t.Fatalf("first chunk: ok=%v last=%v err=%v", first.GetOk(), first.GetLast(), err)
+	}
+	cancel()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := readSnapshot(cl.member(server).ReplAddr, 2)
+		done <- result{n, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if n := r.n; n != records {
+			t.Fatalf("the next snapshot holds %d writes, want %d", n, records)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("member %d serves no snapshot after a reader went away:\n%s", server, cl.member(server).LogTail(20))
+	}
+	loadRecords(t, c, records, 128, 1024, 2)
+	if err := cl.waitCaughtUp(leader, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // drainSnapshot asks the member at addr for a snapshot as member `from`
 // would, reads it to the end and returns how many writes it held.
 func drainSnapshot(t *testing.T, addr string, from int) int {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	n, err := readSnapshot(addr, from)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return n
+}
+
+func readSnapshot(addr string, from int) (int, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return 0, err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	stream, err := rolisv1.NewReplicationClient(conn).Snapshot(ctx, &rolisv1.SnapshotRequest{MemberId: uint32(from)})
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	writes, chunks, last := 0, 0, false
 	for {
@@ -167,19 +232,19 @@ func drainSnapshot(t *testing.T, addr string, from int) int {
 			break
 		}
 		if err != nil {
-			t.Fatalf("snapshot from %s, after %d chunks: %v", addr, chunks, err)
+			return 0, fmt.Errorf("snapshot from %s, after %d chunks: %w", addr, chunks, err)
 		}
 		if chunks == 0 && !c.GetOk() {
-			t.Fatalf("snapshot from %s refused: %s", addr, c.GetError())
+			return 0, fmt.Errorf("snapshot from %s refused: %s", addr, c.GetError())
 		}
 		chunks++
 		writes += len(c.GetWrites())
 		last = c.GetLast()
 	}
 	if !last {
-		t.Fatalf("snapshot from %s ended without its last chunk", addr)
+		return 0, fmt.Errorf("snapshot from %s ended without its last chunk", addr)
 	}
-	return writes
+	return writes, nil
 }
 
 // leaderServed counts the snapshots the leader says it served.
