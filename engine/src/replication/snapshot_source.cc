@@ -1,10 +1,10 @@
 #include "snapshot_source.h"
 
-#include <algorithm>
 #include <string_view>
 #include <thread>
 
 #include "replica_common.h"
+#include "stale_keys.h"
 #include "rolis/log.h"
 
 namespace rolis::replication {
@@ -127,35 +127,23 @@ Status SnapshotSource::LeaderSnapshot(SnapshotSink* sink) {
 
 bool SnapshotSource::KeysNotInLocked(const PackedWrites& snapshot,
                                      std::vector<std::pair<TableId, std::string>>* stale) {
-  // The snapshot's writes in (table, key) order: as received when the
-  // sender scanned its store or read a checkpoint (both in that order);
-  // otherwise through a sorted index of them, built once.
-  std::vector<PackedWrites::Ref> order = snapshot.Refs();
-  if (!snapshot.in_scan_order()) {
-    std::sort(order.begin(), order.end(), [&](PackedWrites::Ref a, PackedWrites::Ref b) {
-      const PackedWrites::Record ra = snapshot.At(a), rb = snapshot.At(b);
-      return InScanOrder(ra.table, ra.key, rb.table, rb.key);
-    });
-  }
   if (!AwaitEngineSnapshot(std::chrono::seconds(2))) return false;
   auto txn = worker_->BeginReadOnly();
-  size_t next = 0;  // the first snapshot write not below the local key being walked
-  for (TableId id = 0;; id++) {
-    Table* table = nullptr;
-    if (!db_->GetTable(id, &table).ok()) break;
-    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view) {
-      PackedWrites::Record r;
-      while (next < order.size() && InScanOrder((r = snapshot.At(order[next])).table, r.key, id, k)) next++;
-      if (next == order.size() || (r = snapshot.At(order[next])).table != id || r.key != k) {
-        stale->push_back({id, std::string(k)});
-      }
-      return true;
-    });
-    (void)s;
-  }
+  bool sorted = false;
+  const Status s = KeysNotInSnapshot(db_, txn.get(), snapshot, stale, &sorted);
   (void)txn->Commit();
   txn.reset();
   worker_->Quiesce();
+  // A store scan and a checkpoint both give (table, key) order.
+  if (sorted) {
+    log::Printf(log::Level::kWarn, "replication",
+                "rolis-repl %u: the snapshot's %zu writes were not in (table, key) order: walked a sorted index",
+                member_->self(), snapshot.size());
+  }
+  if (!s.ok()) {
+    log::Printf(log::Level::kWarn, "replication", "rolis-repl %u: scan for the keys the snapshot lacks: %s",
+                member_->self(), s.message().c_str());
+  }
   return true;
 }
 

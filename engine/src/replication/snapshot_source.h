@@ -62,11 +62,9 @@ class SnapshotSource {
 
   // For a state transfer: the lock of the snapshot worker (take it before
   // holding replay), and under it (replay held and quiesced) the local keys
-  // that `snapshot` lacks, by one merge walk of the store's scan against the
-  // snapshot's writes (no set of its keys). The writes come in scan order
-  // (table, then key) from a store scan or a checkpoint; if they do not,
-  // they are walked through a sorted index. False if the engine's snapshot
-  // does not advance.
+  // that `snapshot` lacks (KeysNotInSnapshot, stale_keys.h: a merge walk,
+  // no set of its keys; a warning is logged if its writes were not in scan
+  // order). False if the engine's snapshot does not advance.
   std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
   bool KeysNotInLocked(const PackedWrites& snapshot, std::vector<std::pair<TableId, std::string>>* stale);
 
