@@ -27,8 +27,9 @@ import (
 // checkpoint) produces them. Checked: a snapshot served by a follower (its
 // store's scan) and by the leader (its checkpoint file) grows the member's
 // peak resident memory (VmHWM, reset through /proc/<pid>/clear_refs) by
-// less than half its data set; main's code copied the whole store first
-// (about the data set again plus ~72 bytes a record) and fails. Measured
+// less than half its data set; a member that copied its store before
+// sending or writing it (about the data set again plus ~72 bytes a record)
+// fails. Measured
 // and logged besides: a whole state transfer (the receiver restarted
 // empty) on the serving follower and the receiver, and a follower's
 // checkpoint; docs/benchmarks.md ("Snapshot memory") has the figures.
