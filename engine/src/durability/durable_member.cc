@@ -90,14 +90,6 @@ Status DurableMember::Open(const DurableMemberOptions& opts, Database* db, repli
 
 DurableMember::~DurableMember() = default;
 
-Status DurableMember::WriteCheckpoint(const replication::SnapshotReply& snap) {
-  std::lock_guard<std::mutex> wg(write_mu_);
-  const uint64_t appended = journal_->log().stats().bytes;
-  std::string path;
-  if (Status s = durability::WriteCheckpoint(o_.env, o_.dir, snap, &path); !s.ok()) return s;
-  return CheckpointWritten(path, snap.next_slot, appended);
-}
-
 Status DurableMember::CheckpointFromLog(const replication::LogCheckpointPosition& pos, std::string* summary) {
   std::lock_guard<std::mutex> wg(write_mu_);
   const uint64_t appended = journal_->log().stats().bytes;
@@ -131,12 +123,58 @@ Status DurableMember::CheckpointWritten(const std::string& path, const std::vect
   return Status::OK();
 }
 
-Status DurableMember::ReadNewestCheckpoint(replication::SnapshotReply* snap) {
-  std::lock_guard<std::mutex> wg(write_mu_);  // not removed while read
+// A checkpoint written as the snapshot's writes arrive (CheckpointSink).
+class DurableMember::Sink final : public replication::SnapshotSink {
+ public:
+  explicit Sink(DurableMember* m) : m_(m) {}
+
+  Status Begin(const replication::SnapshotReply& header) override {
+    turn_ = std::unique_lock<std::mutex>(m_->write_mu_);
+    appended_ = m_->journal_->log().stats().bytes;
+    next_slot_ = header.next_slot;
+    return CheckpointWriter::Begin(m_->o_.env, m_->o_.dir, header, &w_);
+  }
+  Status Add(uint32_t table, std::string_view key, std::string_view value) override {
+    if (!w_) return Status::FailedPrecondition("checkpoint not begun");
+    return w_->Add(table, key, value);
+  }
+  Status End() override {
+    if (!w_) return Status::FailedPrecondition("checkpoint not begun");
+    std::string path;
+    if (Status s = w_->Commit(&path); !s.ok()) return s;
+    return m_->CheckpointWritten(path, next_slot_, appended_);
+  }
+
+ private:
+  DurableMember* const m_;
+  std::unique_lock<std::mutex> turn_;  // m_->write_mu_, from Begin
+  uint64_t appended_ = 0;
+  std::vector<uint64_t> next_slot_;
+  std::unique_ptr<CheckpointWriter> w_;  // declared after turn_: removed (if not committed) while it is held
+};
+
+std::unique_ptr<replication::SnapshotSink> DurableMember::CheckpointSink() { return std::make_unique<Sink>(this); }
+
+Status DurableMember::ReadNewestCheckpoint(replication::SnapshotSink* sink) {
+  // Not removed while read: a newer checkpoint waits until the sink has
+  // this one (a state transfer's stream to its peer).
+  std::lock_guard<std::mutex> wg(write_mu_);
   std::string path;
   if (Status s = FindNewestCheckpoint(o_.env, o_.dir, &path); !s.ok()) return s;
   if (path.empty()) return Status::NotFound("no checkpoint");
-  return ReadCheckpoint(o_.env, path, snap);
+  std::unique_ptr<CheckpointReader> r;
+  if (Status s = CheckpointReader::Open(o_.env, path, &r); !s.ok()) return s;
+  replication::SnapshotReply header = r->header();
+  header.ok = true;
+  if (Status s = sink->Begin(header); !s.ok()) return s;
+  for (bool done = false; !done;) {
+    if (Status s = r->NextViews([sink](uint32_t t, std::string_view k, std::string_view v) { return sink->Add(t, k, v); },
+                                &done);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return sink->End();
 }
 
 Status DurableMember::NewestCheckpointHeader(replication::SnapshotReply* header) {

@@ -50,9 +50,9 @@ class DurableMember final : public replication::MemberDurability {
   ~DurableMember() override;
 
   replication::AcceptorJournal* journal() override { return journal_.get(); }
-  Status WriteCheckpoint(const replication::SnapshotReply& snap) override;
   Status CheckpointFromLog(const replication::LogCheckpointPosition& pos, std::string* summary) override;
-  Status ReadNewestCheckpoint(replication::SnapshotReply* snap) override;
+  std::unique_ptr<replication::SnapshotSink> CheckpointSink() override;
+  Status ReadNewestCheckpoint(replication::SnapshotSink* sink) override;
   Status NewestCheckpointHeader(replication::SnapshotReply* header) override;
   uint64_t LogBytesSinceCheckpoint() const override;
   uint64_t checkpoint_every_bytes() const override { return o_.checkpoint_every_bytes; }
@@ -64,6 +64,7 @@ class DurableMember final : public replication::MemberDurability {
   const std::string& recovery_summary() const { return summary_; }
 
  private:
+  class Sink;  // CheckpointSink
   explicit DurableMember(DurableMemberOptions o) : o_(std::move(o)) {}
   // The checkpoint at `path` is the newest: the log behind `next_slot` goes.
   Status CheckpointWritten(const std::string& path, const std::vector<uint64_t>& next_slot, uint64_t appended);

@@ -16,8 +16,10 @@ class LocalNetwork::Endpoint final : public Transport {
   Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds) override {
     return net_->Call(id_, peer, [&](ReplicaHandler* h) { *r = h->HandleControl(m); });
   }
-  Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds) override {
-    return net_->Call(id_, peer, [&](ReplicaHandler* h) { *r = h->HandleSnapshot(m); });
+  Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink* sink, std::chrono::milliseconds) override {
+    Status served;
+    Status s = net_->Call(id_, peer, [&](ReplicaHandler* h) { served = h->HandleSnapshot(m, sink); });
+    return s.ok() ? served : s;
   }
 
  private:

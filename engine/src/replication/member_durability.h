@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "acceptor_journal.h"
 #include "rolis/status.h"
+#include "snapshot_sink.h"
 #include "types.h"
 
 namespace rolis::replication {
@@ -34,19 +36,24 @@ class MemberDurability {
   // Accept or Promise).
   virtual AcceptorJournal* journal() = 0;
 
-  // Makes `snap` (its header and writes: a follower's snapshot, or the one a
-  // state transfer installed) the newest complete checkpoint, then removes
-  // the log segments whose slots are all below its next slots.
-  virtual Status WriteCheckpoint(const SnapshotReply& snap) = 0;
+  // Writes a snapshot (a follower's, the leader's, or the one a state
+  // transfer installed) as its writes arrive: Begin starts the checkpoint,
+  // End makes it the newest complete checkpoint and removes the log
+  // segments whose slots are all below its next slots; dropped without End,
+  // nothing changes. One checkpoint is written at a time: the sink holds
+  // that turn from Begin until End or its end.
+  virtual std::unique_ptr<SnapshotSink> CheckpointSink() = 0;
 
   // Derives the next checkpoint from the disk alone: the newest complete
   // checkpoint merged with the log's transactions up to `pos` (no worker
   // stops, no store scan), then removes the log behind it. NOT_FOUND when
   // there is nothing new to cover. *summary: one line for the log.
   virtual Status CheckpointFromLog(const LogCheckpointPosition& pos, std::string* summary) = 0;
-  // The newest complete checkpoint, whole (a state transfer served from it);
-  // NOT_FOUND if there is none.
-  virtual Status ReadNewestCheckpoint(SnapshotReply* snap) = 0;
+  // The newest complete checkpoint into `sink`, one chunk of the file at a
+  // time (a state transfer served from it); NOT_FOUND, before any call of
+  // the sink, if there is none. An error of the sink's Begin is returned
+  // before anything else is read.
+  virtual Status ReadNewestCheckpoint(SnapshotSink* sink) = 0;
   // Its header only (writes empty); NOT_FOUND if there is none.
   virtual Status NewestCheckpointHeader(SnapshotReply* header) = 0;
 

@@ -152,7 +152,7 @@ class Replica final : public CommitHook, public ReplicaHandler {
   AcceptReply HandleAccept(const AcceptMsg& m) override;
   PromiseReply HandlePromise(const PromiseMsg& m) override;
   ControlReply HandleControl(const ControlMsg& m) override;
-  SnapshotReply HandleSnapshot(const SnapshotMsg& m) override;
+  Status HandleSnapshot(const SnapshotMsg& m, SnapshotSink* sink) override;
   void OnAcceptReply(uint32_t peer, const AcceptReply& r) override { leader_.OnAcceptReply(peer, r); }
   void OnLinkReset(uint32_t peer, uint32_t stream) override { leader_.OnLinkReset(peer, stream); }
 
@@ -182,11 +182,13 @@ class Replica final : public CommitHook, public ReplicaHandler {
 
  private:
   // Durability (replica_durable.cc).
-  void CheckpointAfterTransfer(const SnapshotReply& snap);
-  // Writes `snap` as the checkpoint and logs the outcome as `what` (with
-  // `after` on success), timed from `t0`.
-  void WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
-                             const char* after);
+  void CheckpointAfterTransfer(const ReceivedSnapshot& snap);
+  // Writes the snapshot that `produce` streams into the checkpoint (as a
+  // scan goes: SnapshotSource::Serve or ForCheckpoint; or from a received
+  // snapshot) and logs the outcome as `what` (with `after` on success),
+  // timed from `t0`; nothing if it was refused before it began.
+  void StreamAndLogCheckpoint(const std::function<Status(SnapshotSink*)>& produce, SteadyClock::time_point t0,
+                              const char* what, const char* after);
   void MaybeCheckpoint();  // the catch-up thread, when idle: the periodic checkpoint
   // The leader's checkpoint, derived from its disk (durable_member.h); on
   // failure why (ABORTED: not now; FAILED_PRECONDITION: the log since the
@@ -194,8 +196,9 @@ class Replica final : public CommitHook, public ReplicaHandler {
   Status LeaderCheckpointFromLog(const char* what);
   // A state transfer served from the leader's newest checkpoint, derived
   // first if the one on disk is not of its epoch or the log no longer
-  // follows it; not ok (with why) if it cannot be.
-  SnapshotReply LeaderCheckpointSnapshot();
+  // follows it, into `sink`. *begun: whether the sink was begun (if not,
+  // on an error, the leader's snapshot can still be served instead).
+  Status LeaderCheckpointSnapshot(SnapshotSink* sink, bool* begun);
   // A member that came back empty and cannot catch up: when no majority
   // holds the cluster's data it says so (status and log).
   void NoteCannotCatchUp(size_t empty_members);

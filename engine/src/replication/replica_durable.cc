@@ -15,6 +15,39 @@ namespace {
 // later reply; a disk this slow is reported by the journal's health).
 constexpr std::chrono::milliseconds kSettleWait{500};
 
+// Passes a snapshot on to `out`, noting its position, how many writes went
+// through and whether it was begun (for the log, and to tell a refusal
+// from a failure), and checking each write's header first when asked.
+class ObservingSink final : public SnapshotSink {
+ public:
+  explicit ObservingSink(SnapshotSink* out, std::function<Status(const SnapshotReply&)> check = nullptr)
+      : out_(out), check_(std::move(check)) {}
+  Status Begin(const SnapshotReply& header) override {
+    if (check_) {
+      if (Status s = check_(header); !s.ok()) return s;
+    }
+    at_ = header.at;
+    begun_ = true;
+    return out_->Begin(header);
+  }
+  Status Add(uint32_t table, std::string_view key, std::string_view value) override {
+    writes_++;
+    return out_->Add(table, key, value);
+  }
+  Status End() override { return out_->End(); }
+
+  bool begun() const { return begun_; }
+  LogKey at() const { return at_; }
+  uint64_t writes() const { return writes_; }
+
+ private:
+  SnapshotSink* const out_;
+  const std::function<Status(const SnapshotReply&)> check_;
+  bool begun_ = false;
+  LogKey at_{};
+  uint64_t writes_ = 0;
+};
+
 }  // namespace
 
 void Replica::StartFromDisk(MemberDurability* durability, const DiskStart& start) {
@@ -25,7 +58,7 @@ void Replica::StartFromDisk(MemberDurability* durability, const DiskStart& start
   control_.SetJournal(journal);
   leader_.SetDurable(true);
   StateTransfer::DurabilityHooks hooks;
-  hooks.transferred = [this](const SnapshotReply& snap) {
+  hooks.transferred = [this](const ReceivedSnapshot& snap) {
     CheckpointAfterTransfer(snap);
     SetDataLoss("");
   };
@@ -66,22 +99,36 @@ void Replica::SettleAccepts(const std::vector<AcceptedRef>& accepted, std::vecto
   }
 }
 
-void Replica::CheckpointAfterTransfer(const SnapshotReply& snap) {
+void Replica::CheckpointAfterTransfer(const ReceivedSnapshot& snap) {
   if (!durability_) return;
   // The log on disk lacks the slots below the snapshot: without a
   // checkpoint of it a restart would find a gap there.
-  WriteAndLogCheckpoint(snap, SteadyClock::now(), "checkpoint of the state transfer", "");
+  StreamAndLogCheckpoint(
+      [&snap](SnapshotSink* sink) {
+        if (Status s = sink->Begin(snap.header()); !s.ok()) return s;
+        Status s;
+        snap.writes().ForEach([&](const PackedWrites::Record& r) {
+          s = sink->Add(r.table, r.key, r.value);
+          return s.ok();
+        });
+        return s.ok() ? sink->End() : s;
+      },
+      SteadyClock::now(), "checkpoint of the state transfer", "");
 }
 
-void Replica::WriteAndLogCheckpoint(const SnapshotReply& snap, SteadyClock::time_point t0, const char* what,
-                              const char* after) {
-  Status s = durability_->WriteCheckpoint(snap);
+void Replica::StreamAndLogCheckpoint(const std::function<Status(SnapshotSink*)>& produce,
+                                     SteadyClock::time_point t0, const char* what, const char* after) {
+  std::unique_ptr<SnapshotSink> file = durability_->CheckpointSink();
+  ObservingSink sink(file.get());
+  const Status s = produce(&sink);
+  file.reset();  // an unfinished checkpoint's temporary goes, and the next one may begin
+  if (!sink.begun()) return;  // refused (not caught up, not now): tried again later
   const double secs = std::chrono::duration<double>(SteadyClock::now() - t0).count();
   if (s.ok()) {
     log::Printf(log::Level::kInfo, "durability",
-                "rolis-repl %u: %s written: %zu keys at %lu.%lu in %.3f s%s", opts_.id, what,
-                snap.writes.size(), static_cast<unsigned long>(snap.at.epoch),
-                static_cast<unsigned long>(snap.at.ts), secs, after);
+                "rolis-repl %u: %s written: %llu keys at %lu.%lu in %.3f s%s", opts_.id, what,
+                static_cast<unsigned long long>(sink.writes()), static_cast<unsigned long>(sink.at().epoch),
+                static_cast<unsigned long>(sink.at().ts), secs, after);
   } else {
     log::Printf(log::Level::kError, "durability", "rolis-repl %u: %s failed: %s", opts_.id, what, s.message().c_str());
   }
@@ -101,15 +148,14 @@ void Replica::MaybeCheckpoint() {
     // The log since the previous checkpoint is not all of this epoch (that
     // checkpoint predates the epoch's log): once per epoch, the leader's
     // snapshot (its writes pause briefly) becomes the base instead.
-    SnapshotReply snap = snapshots_.Serve();
-    if (!snap.ok) return;
-    WriteAndLogCheckpoint(snap, t0, "leader checkpoint from its snapshot", "; the log behind it removed");
+    StreamAndLogCheckpoint([this](SnapshotSink* sink) { return snapshots_.Serve(sink); }, t0,
+                           "leader checkpoint from its snapshot", "; the log behind it removed");
     return;
   }
-  // A caught-up follower's snapshot (replay pauses only while it is fixed).
-  SnapshotReply snap = snapshots_.ForCheckpoint();
-  if (!snap.ok) return;
-  WriteAndLogCheckpoint(snap, t0, "checkpoint", "; the log behind it removed");
+  // A caught-up follower's snapshot (replay pauses only while it is fixed),
+  // written to the file as its scan goes.
+  StreamAndLogCheckpoint([this](SnapshotSink* sink) { return snapshots_.ForCheckpoint(sink); }, t0, "checkpoint",
+                         "; the log behind it removed");
 }
 
 Status Replica::LeaderCheckpointFromLog(const char* what) {
@@ -138,55 +184,49 @@ Status Replica::LeaderCheckpointFromLog(const char* what) {
   return s;
 }
 
-SnapshotReply Replica::HandleSnapshot(const SnapshotMsg&) {
+Status Replica::HandleSnapshot(const SnapshotMsg&, SnapshotSink* sink) {
   if (refuse_snapshots_for_test_.load()) {
-    SnapshotReply r;
-    r.error = "this member refuses snapshots (test hook ROLIS_TEST_REFUSE_SNAPSHOTS)";
-    return r;
+    return Status::FailedPrecondition("this member refuses snapshots (test hook ROLIS_TEST_REFUSE_SNAPSHOTS)");
   }
   if (durability_ && db_ && member_.role.load() == Role::kLeader) {
-    SnapshotReply r = LeaderCheckpointSnapshot();
-    if (r.ok) return r;
+    bool begun = false;
+    Status s = LeaderCheckpointSnapshot(sink, &begun);
+    if (s.ok() || begun) return s;  // once begun, the peer has part of it: it asks again
     log::Printf(log::Level::kWarn, "durability",
                 "rolis-repl %u: no checkpoint to serve a state transfer from (%s): the leader's snapshot",
-                opts_.id, r.error.c_str());
+                opts_.id, s.message().c_str());
   }
-  return snapshots_.Serve();
+  return snapshots_.Serve(sink);
 }
 
-SnapshotReply Replica::LeaderCheckpointSnapshot() {
+Status Replica::LeaderCheckpointSnapshot(SnapshotSink* sink, bool* begun) {
   // The leader's newest checkpoint, if it is of this epoch and its log
   // still holds every slot after it (the member adopts them from the votes
-  // of a majority, and the leader resends them); else one derived now.
-  SnapshotReply r;
+  // of a majority, and the leader resends them); else one derived now. It
+  // goes to the peer one chunk of the file at a time.
+  *begun = false;
   SnapshotReply h;
   Status s = durability_->NewestCheckpointHeader(&h);
   if (!s.ok() || !leader_.LogFollows(h)) {
-    if (Status d = LeaderCheckpointFromLog("checkpoint for a state transfer"); !d.ok()) {
-      r.error = d.message();
-      return r;
-    }
+    if (Status d = LeaderCheckpointFromLog("checkpoint for a state transfer"); !d.ok()) return d;
   }
   const auto t0 = SteadyClock::now();
-  if (Status rs = durability_->ReadNewestCheckpoint(&r); !rs.ok()) {
-    r = SnapshotReply{};
-    r.error = rs.message();
-    return r;
-  }
-  if (!leader_.LogFollows(r)) {
-    r = SnapshotReply{};
-    r.error = "the newest checkpoint is not of this epoch, or the log no longer holds what follows it";
-    return r;
-  }
-  r.ok = true;
-  r.error.clear();
+  ObservingSink observed(sink, [this](const SnapshotReply& header) {
+    if (leader_.LogFollows(header)) return Status::OK();
+    return Status::FailedPrecondition(
+        "the newest checkpoint is not of this epoch, or the log no longer holds what follows it");
+  });
+  s = durability_->ReadNewestCheckpoint(&observed);
+  *begun = observed.begun();
+  if (!s.ok()) return s;
   checkpoint_snapshots_.fetch_add(1);
   log::Printf(log::Level::kInfo, "durability",
-              "rolis-repl %u: served a state transfer from its checkpoint: %zu keys at %lu.%lu, read in %.3f s (no "
+              "rolis-repl %u: served a state transfer from its checkpoint: %llu keys at %lu.%lu, read and sent in %.3f s (no "
               "write paused)",
-              opts_.id, r.writes.size(), static_cast<unsigned long>(r.at.epoch), static_cast<unsigned long>(r.at.ts),
+              opts_.id, static_cast<unsigned long long>(observed.writes()),
+              static_cast<unsigned long>(observed.at().epoch), static_cast<unsigned long>(observed.at().ts),
               std::chrono::duration<double>(SteadyClock::now() - t0).count());
-  return r;
+  return Status::OK();
 }
 
 void Replica::NoteCannotCatchUp(size_t empty_members) {

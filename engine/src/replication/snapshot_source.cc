@@ -1,8 +1,10 @@
 #include "snapshot_source.h"
 
+#include <string_view>
 #include <thread>
 
 #include "replica_common.h"
+#include "stale_keys.h"
 #include "rolis/log.h"
 
 namespace rolis::replication {
@@ -17,9 +19,9 @@ void SnapshotSource::ReleaseWorker() {
   worker_.reset();
 }
 
-SnapshotReply SnapshotSource::Serve() {
-  if (member_->role.load() == Role::kLeader) return LeaderSnapshot();
-  return FollowerSnapshot();
+Status SnapshotSource::Serve(SnapshotSink* sink) {
+  if (member_->role.load() == Role::kLeader) return LeaderSnapshot(sink);
+  return FollowerSnapshot(sink);
 }
 
 bool SnapshotSource::AwaitEngineSnapshot(std::chrono::milliseconds limit) {
@@ -32,85 +34,72 @@ bool SnapshotSource::AwaitEngineSnapshot(std::chrono::milliseconds limit) {
   return true;
 }
 
-Status SnapshotSource::ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out) {
-  for (TableId id = 0;; id++) {
+Status SnapshotSource::ScanInto(std::unique_ptr<Transaction> txn, const SnapshotReply& header, SnapshotSink* sink,
+                                uint64_t* writes) {
+  *writes = 0;
+  Status s = sink->Begin(header);
+  Status refused;  // the sink's error, told from the scan's
+  for (TableId id = 0; s.ok(); id++) {
     Table* table = nullptr;
     if (!db_->GetTable(id, &table).ok()) break;
-    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view v) {
-      out->push_back(SnapshotWrite{id, std::string(k), std::string(v)});
+    s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view v) {
+      refused = sink->Add(id, k, v);
+      if (!refused.ok()) return false;
+      ++*writes;
       return true;
     });
-    if (!s.ok()) {
-      out->clear();
-      return Status(s.code(), "scan: " + s.message());
-    }
+    if (!refused.ok()) s = refused;
+    else if (!s.ok()) s = Status(s.code(), "scan: " + s.message());
   }
-  return Status::OK();
+  // The transaction ends before the sink's End (a checkpoint's fsync and
+  // rename): the scan is what needs the engine's snapshot.
+  (void)txn->Commit();
+  txn.reset();
+  worker_->Quiesce();
+  if (!s.ok()) return s;
+  return sink->End();
 }
 
-SnapshotReply SnapshotSource::FollowerSnapshot() {
-  SnapshotReply r;
+Status SnapshotSource::FollowerSnapshot(SnapshotSink* sink) {
   if (!member_->voting.load() || member_->dirty.load() || member_->needs_transfer.load() ||
       member_->role.load() != Role::kFollower || !db_) {
-    r.error = "not a caught-up follower";
-    return r;
+    return Status::FailedPrecondition("not a caught-up follower");
   }
   std::lock_guard<std::mutex> sg(mu_);
+  SnapshotReply header;
   std::unique_ptr<Transaction> txn;
   {
     // Replay pauses while the snapshot is fixed: the store then holds exactly
     // the transactions replay applied (a prefix of the key order).
     auto hold = replayer_->Hold();
-    if (!replayer_->FollowingLocked()) {
-      r.error = "not following an open leader";
-      return r;
-    }
-    replayer_->SnapshotPositionLocked(&r);
-    r.decided = control_->latest();
+    if (!replayer_->FollowingLocked()) return Status::FailedPrecondition("not following an open leader");
+    replayer_->SnapshotPositionLocked(&header);
+    header.decided = control_->latest();
     // A read-only transaction sees the engine's snapshot epoch: wait until
     // it covers every write replay made.
     replayer_->QuiesceLocked();
     if (!AwaitEngineSnapshot(std::chrono::seconds(2))) {
-      r.error = "the engine's snapshot epoch does not advance";
-      return r;
+      return Status::FailedPrecondition("the engine's snapshot epoch does not advance");
     }
     txn = worker_->BeginReadOnly();
   }
-  Status s = ScanStore(txn.get(), &r.writes);
-  (void)txn->Commit();
-  txn.reset();
-  worker_->Quiesce();
-  if (!s.ok()) {
-    r.error = s.message();
-    return r;
-  }
-  r.ok = true;
-  return r;
+  header.ok = true;
+  uint64_t writes = 0;
+  return ScanInto(std::move(txn), header, sink, &writes);
 }
 
-SnapshotReply SnapshotSource::LeaderSnapshot() {
+Status SnapshotSource::LeaderSnapshot(SnapshotSink* sink) {
   // Only when no caught-up follower can give one (a member asks the leader
   // last): in a cluster of three, one member down and the other leading.
   // Its writes pause while the position is fixed (LeaderStreams::HoldForSnapshot).
-  SnapshotReply r;
-  if (!db_) {
-    r.error = "no engine attached";
-    return r;
-  }
+  if (!db_) return Status::FailedPrecondition("no engine attached");
   std::lock_guard<std::mutex> sg(mu_);
+  SnapshotReply header;
   std::unique_ptr<HeldWorkers> held;
-  if (std::string err = leader_->HoldForSnapshot(&r, &held); !err.empty()) {
-    r = SnapshotReply{};
-    r.error = err;
-    return r;
+  if (std::string err = leader_->HoldForSnapshot(&header, &held); !err.empty()) {
+    return Status::FailedPrecondition(err);
   }
-  if (!r.decided) r.decided = control_->latest();
-  auto fail = [&](const std::string& why) {
-    held->Release();
-    r = SnapshotReply{};
-    r.error = "the leader's snapshot: " + why;
-    return r;
-  };
+  if (!header.decided) header.decided = control_->latest();
   // An open client transaction holds the engine's snapshot epoch back, and
   // with its worker held it cannot end: under interactive load there is
   // nearly always one (a deposed leader waited 15 s to 30 s+ for a moment
@@ -118,48 +107,43 @@ SnapshotReply SnapshotSource::LeaderSnapshot() {
   // held workers quiesced (an idle one still publishes its last epoch).
   const size_t aborted = unpin_snapshot_epoch_ ? unpin_snapshot_epoch_() : 0;
   if (!AwaitEngineSnapshot(std::chrono::milliseconds(250))) {
-    return fail("the engine's snapshot epoch does not advance");
+    held->Release();
+    return Status::FailedPrecondition("the leader's snapshot: the engine's snapshot epoch does not advance");
   }
   std::unique_ptr<Transaction> txn = worker_->BeginReadOnly();
   held->Release();  // later commits are in later engine epochs: the snapshot does not see them
-  std::vector<SnapshotWrite> writes;
-  Status s = ScanStore(txn.get(), &writes);
-  (void)txn->Commit();
-  txn.reset();
-  worker_->Quiesce();
-  if (!s.ok()) {
-    r = SnapshotReply{};
-    r.error = "the leader's snapshot: " + s.message();
-    return r;
+  header.ok = true;
+  uint64_t writes = 0;
+  if (Status s = ScanInto(std::move(txn), header, sink, &writes); !s.ok()) {
+    return Status(s.code(), "the leader's snapshot: " + s.message());
   }
-  r.writes = std::move(writes);
-  r.ok = true;
   leader_snapshots_.fetch_add(1);
   log::Printf(log::Level::kInfo, "replication",
-              "rolis-repl %u: served a snapshot of %zu keys at %s (no caught-up follower could; %zu open "
+              "rolis-repl %u: served a snapshot of %llu keys at %s (no caught-up follower could; %zu open "
               "transactions aborted)",
-              member_->self(), r.writes.size(), KeyStr(r.at).c_str(), aborted);
-  return r;
+              member_->self(), static_cast<unsigned long long>(writes), KeyStr(header.at).c_str(), aborted);
+  return Status::OK();
 }
 
-bool SnapshotSource::KeysNotInLocked(const std::vector<SnapshotWrite>& snapshot,
+bool SnapshotSource::KeysNotInLocked(const PackedWrites& snapshot,
                                      std::vector<std::pair<TableId, std::string>>* stale) {
-  std::set<std::pair<TableId, std::string>> in_snapshot;
-  for (const SnapshotWrite& w : snapshot) in_snapshot.insert({w.table, w.key});
   if (!AwaitEngineSnapshot(std::chrono::seconds(2))) return false;
   auto txn = worker_->BeginReadOnly();
-  for (TableId id = 0;; id++) {
-    Table* table = nullptr;
-    if (!db_->GetTable(id, &table).ok()) break;
-    Status s = txn->Scan(table, "", "", 0, [&](std::string_view k, std::string_view) {
-      if (!in_snapshot.count({id, std::string(k)})) stale->push_back({id, std::string(k)});
-      return true;
-    });
-    (void)s;
-  }
+  bool sorted = false;
+  const Status s = KeysNotInSnapshot(db_, txn.get(), snapshot, stale, &sorted);
   (void)txn->Commit();
   txn.reset();
   worker_->Quiesce();
+  // A store scan and a checkpoint both give (table, key) order.
+  if (sorted) {
+    log::Printf(log::Level::kWarn, "replication",
+                "rolis-repl %u: the snapshot's %zu writes were not in (table, key) order: walked a sorted index",
+                member_->self(), snapshot.size());
+  }
+  if (!s.ok()) {
+    log::Printf(log::Level::kWarn, "replication", "rolis-repl %u: scan for the keys the snapshot lacks: %s",
+                member_->self(), s.message().c_str());
+  }
   return true;
 }
 

@@ -11,6 +11,10 @@
 // fixed). Each comes with the per-stream slot after it and the failover
 // walk's reach over it, so that the receiver replays on from there.
 //
+// The writes go into a SnapshotSink as the scan reaches them (a peer's
+// stream, a checkpoint file): the read-only transaction stays open, and the
+// snapshot worker's lock held, until the sink has them all or fails.
+//
 // Lock order: mu_ (the snapshot worker) first, then a worker mutex, the
 // leader's lock (only try-locked), the replayer's; a state transfer takes
 // mu_ before it holds replay (StateTransfer::InstallSnapshot).
@@ -21,7 +25,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,7 +33,9 @@
 #include "leader_streams.h"
 #include "member_state.h"
 #include "replayer.h"
+#include "packed_writes.h"
 #include "rolis/db.h"
+#include "snapshot_sink.h"
 
 namespace rolis::replication {
 
@@ -46,27 +51,33 @@ class SnapshotSource {
   void SetSnapshotEpochUnpinner(std::function<size_t()> f) { unpin_snapshot_epoch_ = std::move(f); }
   void ReleaseWorker();
 
-  // A snapshot for another member: the leader's, or a caught-up follower's.
-  SnapshotReply Serve();
+  // A snapshot for another member, into `sink`: the leader's, or a
+  // caught-up follower's. OK once the sink's End returned OK (the
+  // contract of SnapshotSink: snapshot_sink.h).
+  Status Serve(SnapshotSink* sink);
   uint64_t leader_snapshots() const { return leader_snapshots_.load(); }
   // A caught-up follower's snapshot for its own checkpoint (docs/replication.md,
-  // "Durability"); not ok on a leader or a member that is not caught up.
-  SnapshotReply ForCheckpoint() { return FollowerSnapshot(); }
+  // "Durability"); refused on a leader or a member that is not caught up.
+  Status ForCheckpoint(SnapshotSink* sink) { return FollowerSnapshot(sink); }
 
   // For a state transfer: the lock of the snapshot worker (take it before
   // holding replay), and under it (replay held and quiesced) the local keys
-  // that `snapshot` lacks. False if the engine's snapshot does not advance.
+  // that `snapshot` lacks (KeysNotInSnapshot, stale_keys.h: a merge walk,
+  // no set of its keys; a warning is logged if its writes were not in scan
+  // order). False if the engine's snapshot does not advance.
   std::unique_lock<std::mutex> Lock() { return std::unique_lock<std::mutex>(mu_); }
-  bool KeysNotInLocked(const std::vector<SnapshotWrite>& snapshot,
-                       std::vector<std::pair<TableId, std::string>>* stale);
+  bool KeysNotInLocked(const PackedWrites& snapshot, std::vector<std::pair<TableId, std::string>>* stale);
 
  private:
-  SnapshotReply FollowerSnapshot();
-  SnapshotReply LeaderSnapshot();
+  Status FollowerSnapshot(SnapshotSink* sink);
+  Status LeaderSnapshot(SnapshotSink* sink);
   // Until the engine's read-only snapshots cover every write made so far
   // (false after `limit`: a transaction stays open).
   bool AwaitEngineSnapshot(std::chrono::milliseconds limit);
-  Status ScanStore(Transaction* txn, std::vector<SnapshotWrite>* out);  // every table, in key order
+  // Every table, in key order, into `sink` (Begin with `header` first, End
+  // after); *writes counts them. Ends `txn` and quiesces the worker.
+  Status ScanInto(std::unique_ptr<Transaction> txn, const SnapshotReply& header, SnapshotSink* sink,
+                  uint64_t* writes);
 
   MemberState* const member_;
   Replayer* const replayer_;

@@ -141,29 +141,34 @@ Status StateTransfer::ReadVotes(const DecidedPtr& record, Votes* v) {
                      std::to_string(v->oks.size()) + " answered");
 }
 
-Status StateTransfer::FetchSnapshot(uint64_t my_epoch, SnapshotReply* snap) {
+Status StateTransfer::FetchSnapshot(uint64_t my_epoch, std::unique_ptr<ReceivedSnapshot>* snap) {
   std::string why;
   std::vector<uint32_t> sources = member_->peers();
   const uint32_t leader_id = member_->leader().id;
   std::stable_partition(sources.begin(), sources.end(), [leader_id](uint32_t p) { return p != leader_id; });
+  const uint32_t streams = opts_.streams;
   for (uint32_t p : sources) {
     SnapshotMsg sm;
     sm.from = member_->self();
-    SnapshotReply r;
-    Status s = transport_->Snapshot(p, sm, &r, opts_.rpc_timeout * 5);
-    if (!s.ok() || !r.ok) {
-      why += " member " + std::to_string(p) + ": " + (s.ok() ? r.error : s.message()) + ";";
-      continue;
-    }
-    // A store that led an epoch holds commits of it: the snapshot must be of
-    // a later epoch so that its writes win over them.
-    if (r.at.epoch <= my_epoch) {
-      why += " member " + std::to_string(p) + ": snapshot of epoch " + std::to_string(r.at.epoch) + " not past " +
-             std::to_string(my_epoch) + ";";
-      continue;
-    }
-    if (r.next_slot.size() != opts_.streams) {
-      why += " member " + std::to_string(p) + ": snapshot of another number of streams;";
+    // The position is checked as it arrives: a snapshot that cannot be
+    // used stops before its writes are sent.
+    auto r = std::make_unique<ReceivedSnapshot>([my_epoch, streams](const SnapshotReply& h) {
+      // A store that led an epoch holds commits of it: the snapshot must be
+      // of a later epoch so that its writes win over them.
+      if (h.at.epoch <= my_epoch) {
+        return Status::FailedPrecondition("snapshot of epoch " + std::to_string(h.at.epoch) + " not past " +
+                                          std::to_string(my_epoch));
+      }
+      if (h.next_slot.size() != streams || h.skip.size() != streams || h.stream_key.size() != streams ||
+          h.stream_barrier.size() != streams) {
+        return Status::InvalidArgument("snapshot of another number of streams");
+      }
+      return Status::OK();
+    });
+    Status s = transport_->Snapshot(p, sm, r.get(), opts_.rpc_timeout * 5);
+    if (s.ok() && !r->complete()) s = Unavailable("snapshot cut short");
+    if (!s.ok()) {
+      why += " member " + std::to_string(p) + ": " + s.message() + ";";
       continue;
     }
     *snap = std::move(r);
@@ -215,8 +220,9 @@ Status StateTransfer::Transfer() {
   }
   // 1. A snapshot from a caught-up follower; from the leader only when none
   //    can give one.
-  SnapshotReply snap;
-  if (Status s = FetchSnapshot(my_epoch, &snap); !s.ok()) return s;
+  std::unique_ptr<ReceivedSnapshot> received;
+  if (Status s = FetchSnapshot(my_epoch, &received); !s.ok()) return s;
+  const SnapshotReply& snap = received->header();
   // 2. The votes again, after the snapshot, so that they cover every slot
   //    after it.
   Votes votes;
@@ -229,8 +235,8 @@ Status StateTransfer::Transfer() {
     if (IsBetterDecided(r->decided, newest)) newest = r->decided;
   }
   // 3. The store becomes the snapshot, with the votes adopted.
-  if (Status s = InstallSnapshot(snap, AdoptedSlots(snap, oks), max_promised, newest, oks); !s.ok()) return s;
-  if (hooks_.transferred) hooks_.transferred(snap);
+  if (Status s = InstallSnapshot(*received, AdoptedSlots(snap, oks), max_promised, newest, oks); !s.ok()) return s;
+  if (hooks_.transferred) hooks_.transferred(*received);
   leader_->ForgetDeposed();
   member_->dirty.store(false);
   member_->needs_transfer.store(false);
@@ -240,23 +246,24 @@ Status StateTransfer::Transfer() {
   learn_leader_(newest);
   log::Printf(log::Level::kInfo, "replication",
               "rolis-repl %u: state transfer done: %zu keys at %s, votes of %zu members adopted",
-              member_->self(), snap.writes.size(), KeyStr(snap.at).c_str(), oks.size());
+              member_->self(), received->writes().size(), KeyStr(snap.at).c_str(), oks.size());
   return Status::OK();
 }
 
-Status StateTransfer::InstallSnapshot(const SnapshotReply& snap, const std::vector<StreamSlots>& adopted,
+Status StateTransfer::InstallSnapshot(const ReceivedSnapshot& received, const std::vector<StreamSlots>& adopted,
                                       uint64_t max_promised, const DecidedPtr& newest,
                                       const std::vector<const PromiseReply*>& oks) {
   // Every snapshot write, and a delete of every local key it lacks,
   // installed with the snapshot's key (above anything a deposed epoch left
   // here, below everything replayed next), with replay held still.
+  const SnapshotReply& snap = received.header();
   {
     auto snapshot_lock = snapshots_->Lock();
     auto hold = replayer_->Hold();
     replayer_->SetPausedLocked(true);
     std::vector<std::pair<TableId, std::string>> stale;
     replayer_->QuiesceLocked();
-    if (!snapshots_->KeysNotInLocked(snap.writes, &stale)) {
+    if (!snapshots_->KeysNotInLocked(received.writes(), &stale)) {
       replayer_->SetPausedLocked(false);
       return Unavailable("the engine's snapshot epoch does not advance (a worker stays inside a transaction)");
     }
@@ -265,10 +272,11 @@ Status StateTransfer::InstallSnapshot(const SnapshotReply& snap, const std::vect
       WriteRecord w{table, key, {}, true};
       (void)db_->ApplyReplicated(replayer_->worker_locked(), w, snap.at.epoch, snap.at.ts);
     }
-    for (const SnapshotWrite& sw : snap.writes) {
-      WriteRecord w{sw.table, sw.key, sw.value, false};
+    received.writes().ForEach([&](const PackedWrites::Record& r) {
+      WriteRecord w{r.table, r.key, r.value, false};
       (void)db_->ApplyReplicated(replayer_->worker_locked(), w, snap.at.epoch, snap.at.ts);
-    }
+      return true;
+    });
     replayer_->QuiesceLocked();
     replayer_->RestartAfterSnapshotLocked(snap);
     acceptor_->Reset(adopted, max_promised);

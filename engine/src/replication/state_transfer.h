@@ -21,6 +21,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -30,6 +31,7 @@
 #include "leader_streams.h"
 #include "member_calls.h"
 #include "member_state.h"
+#include "packed_writes.h"
 #include "replayer.h"
 #include "replica_options.h"
 #include "snapshot_source.h"
@@ -76,7 +78,7 @@ class StateTransfer {
   // transfer failed, with how many members (this one included) said they
   // have none.
   struct DurabilityHooks {
-    std::function<void(const SnapshotReply&)> transferred;
+    std::function<void(const ReceivedSnapshot&)> transferred;
     std::function<void()> idle;
     std::function<void(size_t empty_members)> cannot_catch_up;
   };
@@ -97,9 +99,11 @@ class StateTransfer {
   Status Transfer();
   // The steps of a transfer.
   Status ReadVotes(const DecidedPtr& record, Votes* v);
-  Status FetchSnapshot(uint64_t my_epoch, SnapshotReply* snap);
+  // Into *snap (a fresh one per member asked; the one that completed is
+  // left in it).
+  Status FetchSnapshot(uint64_t my_epoch, std::unique_ptr<ReceivedSnapshot>* snap);
   std::vector<StreamSlots> AdoptedSlots(const SnapshotReply& snap, const std::vector<const PromiseReply*>& oks) const;
-  Status InstallSnapshot(const SnapshotReply& snap, const std::vector<StreamSlots>& adopted, uint64_t max_promised,
+  Status InstallSnapshot(const ReceivedSnapshot& snap, const std::vector<StreamSlots>& adopted, uint64_t max_promised,
                          const DecidedPtr& newest, const std::vector<const PromiseReply*>& oks);
   // Majority of the members the cluster started with (the start-up probe).
   size_t majority() const { return opts_.members.size() / 2 + 1; }

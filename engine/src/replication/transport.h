@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rolis/status.h"
+#include "snapshot_sink.h"
 #include "types.h"
 
 namespace rolis::replication {
@@ -35,7 +36,10 @@ class ReplicaHandler {
   virtual AcceptReply HandleAccept(const AcceptMsg& m) = 0;
   virtual PromiseReply HandlePromise(const PromiseMsg& m) = 0;
   virtual ControlReply HandleControl(const ControlMsg& m) = 0;
-  virtual SnapshotReply HandleSnapshot(const SnapshotMsg& m) = 0;
+  // The snapshot goes into `sink` as it is produced (snapshot_sink.h). OK
+  // once the sink's End returned OK; else why not (a refusal before Begin,
+  // or a scan, read or sink error after it).
+  virtual Status HandleSnapshot(const SnapshotMsg& m, SnapshotSink* sink) = 0;
   // After a group of accepts taken together (the frames a connection had
   // buffered), before their replies go out: with durability, waits once
   // until what they accepted is durable and refreshes each reply's
@@ -68,7 +72,11 @@ class Transport {
 
   virtual Status Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) = 0;
   virtual Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) = 0;
-  virtual Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds timeout) = 0;
+  // The peer's snapshot into `sink` as it arrives: OK once the sink's End
+  // returned OK. A refusal of the peer, a broken call or an error of the
+  // sink (which stops the peer's scan) is returned as an error.
+  virtual Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink* sink,
+                          std::chrono::milliseconds timeout) = 0;
 };
 
 }  // namespace rolis::replication

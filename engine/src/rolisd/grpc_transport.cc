@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "accept_stream.h"
+#include "snapshot_chunks.h"
 #include "stream_sender.h"
 #include "wire.h"
 
@@ -20,28 +21,52 @@ std::chrono::system_clock::time_point Deadline(std::chrono::milliseconds t) {
   return std::chrono::system_clock::now() + t;
 }
 
-// The chunks of a snapshot into *r (*last: the final chunk came), then the
-// call's status.
-grpc::Status ReadSnapshot(std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader, SnapshotReply* r,
-                          bool* last) {
+// The chunks of a snapshot into `sink` as they arrive (*last: the final
+// chunk came and the sink's End returned OK), then the call's status. An
+// error of the sink cancels the call (the sender's scan stops) and is put
+// in *sink_error.
+grpc::Status ReadSnapshot(grpc::ClientContext* ctx, std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader,
+                          uint32_t streams, SnapshotSink* sink, bool* last, Status* sink_error) {
   v1::SnapshotChunk c;
   bool first = true;
   while (reader->Read(&c)) {
+    Status s;
     if (first) {
       first = false;
-      r->ok = c.ok();
-      r->error = c.error();
-      r->at = wire::FromWire(c.at());
-      r->decided = c.has_decided() ? wire::FromWire(c.decided()) : nullptr;
-      r->leader_epoch = c.leader_epoch();
-      r->next_slot.assign(c.next_slot().begin(), c.next_slot().end());
-      r->skip.assign(c.skip().begin(), c.skip().end());
-      r->stream_barrier.assign(c.stream_barrier().begin(), c.stream_barrier().end());
-      r->stream_key.clear();
-      for (const auto& k : c.stream_key()) r->stream_key.push_back(wire::FromWire(k));
+      if (!c.ok()) {
+        *sink_error = Status::FailedPrecondition(c.error());
+        ctx->TryCancel();
+        break;
+      }
+      SnapshotReply h;
+      h.ok = true;
+      h.at = wire::FromWire(c.at());
+      h.decided = c.has_decided() ? wire::FromWire(c.decided()) : nullptr;
+      h.leader_epoch = c.leader_epoch();
+      h.next_slot.assign(c.next_slot().begin(), c.next_slot().end());
+      h.skip.assign(c.skip().begin(), c.skip().end());
+      h.stream_barrier.assign(c.stream_barrier().begin(), c.stream_barrier().end());
+      for (const auto& k : c.stream_key()) h.stream_key.push_back(wire::FromWire(k));
+      if (h.next_slot.size() != streams || h.skip.size() != streams || h.stream_key.size() != streams ||
+          h.stream_barrier.size() != streams) {
+        s = Status::InvalidArgument("snapshot of another number of streams");
+      } else {
+        s = sink->Begin(h);
+      }
     }
-    for (const auto& w : c.writes()) r->writes.push_back(SnapshotWrite{w.table(), w.key(), w.value()});
-    if (c.last()) *last = true;
+    for (int i = 0; s.ok() && i < c.writes_size(); i++) {
+      const v1::LogWrite& w = c.writes(i);
+      s = sink->Add(w.table(), w.key(), w.value());
+    }
+    if (s.ok() && c.last()) {
+      s = sink->End();
+      if (s.ok()) *last = true;
+    }
+    if (!s.ok()) {
+      *sink_error = s;
+      ctx->TryCancel();
+      break;
+    }
   }
   return reader->Finish();
 }
@@ -308,19 +333,18 @@ Status GrpcTransport::Control(uint32_t peer, const ControlMsg& m, ControlReply* 
   return Status::OK();
 }
 
-Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r,
+Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink* sink,
                                std::chrono::milliseconds timeout) {
   v1::SnapshotRequest req;
   req.set_member_id(m.from);
   bool last = false;
-  Status s = Call(peer, timeout,
-                  [&](auto* stub, auto* ctx) { return ReadSnapshot(stub->Snapshot(ctx, req), r, &last); });
+  Status sink_error;
+  Status s = Call(peer, timeout, [&](auto* stub, auto* ctx) {
+    return ReadSnapshot(ctx, stub->Snapshot(ctx, req), o_.streams, sink, &last, &sink_error);
+  });
+  if (!sink_error.ok()) return sink_error;  // the call was cancelled for it
   if (!s.ok()) return s;
-  if (r->ok && !last) return Status(StatusCode::kInternal, "unavailable: snapshot cut short");
-  if (r->ok && (r->next_slot.size() != o_.streams || r->skip.size() != o_.streams ||
-                r->stream_key.size() != o_.streams || r->stream_barrier.size() != o_.streams)) {
-    return Status::InvalidArgument("snapshot of another number of streams");
-  }
+  if (!last) return Status(StatusCode::kInternal, "unavailable: snapshot cut short");
   return Status::OK();
 }
 
@@ -413,33 +437,17 @@ grpc::Status ReplicationService::Snapshot(grpc::ServerContext* ctx, const v1::Sn
   if (grpc::Status st = Admit(ctx, "rolis.v1.Replication/Snapshot", req->member_id(), &h); !st.ok()) return st;
   SnapshotMsg m;
   m.from = req->member_id();
-  SnapshotReply r = h->HandleSnapshot(m);
-  v1::SnapshotChunk c;
-  c.set_ok(r.ok);
-  c.set_error(r.error);
-  wire::ToWire(r.at, c.mutable_at());
-  if (r.decided) wire::ToWire(*r.decided, c.mutable_decided());
-  c.set_leader_epoch(r.leader_epoch);
-  for (uint64_t v : r.next_slot) c.add_next_slot(v);
-  for (uint64_t v : r.skip) c.add_skip(v);
-  for (uint64_t v : r.stream_barrier) c.add_stream_barrier(v);
-  for (LogKey k : r.stream_key) wire::ToWire(k, c.add_stream_key());
-  size_t bytes = 0;
-  for (const SnapshotWrite& w : r.writes) {
-    auto* lw = c.add_writes();
-    lw->set_table(w.table);
-    lw->set_key(w.key);
-    lw->set_value(w.value);
-    bytes += w.key.size() + w.value.size() + 16;
-    if (bytes > (1 << 20)) {
-      if (!writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "snapshot reader went away");
-      c.Clear();
-      bytes = 0;
-    }
+  // Each chunk goes out as the scan (or the checkpoint read) fills it: the
+  // store is never copied whole (docs/replication.md, "Members that lose
+  // their memory"). A reader that goes away ends the scan.
+  SnapshotChunkSink sink([writer](const v1::SnapshotChunk& c) { return writer->Write(c); });
+  const Status s = h->HandleSnapshot(m, &sink);
+  if (s.ok()) return grpc::Status::OK;
+  if (!sink.begun()) {
+    sink.Refuse(s.message());
+    return grpc::Status::OK;
   }
-  c.set_last(true);
-  writer->Write(c);
-  return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::ABORTED, "snapshot cut short: " + s.message());
 }
 
 grpc::Status ReplicationService::Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,

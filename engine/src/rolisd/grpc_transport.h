@@ -69,7 +69,7 @@ class GrpcTransport final : public Transport {
   size_t Queued(uint32_t peer, uint32_t stream) const override;
   Status Promise(uint32_t peer, const PromiseMsg& m, PromiseReply* r, std::chrono::milliseconds timeout) override;
   Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) override;
-  Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotReply* r, std::chrono::milliseconds timeout) override;
+  Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink* sink, std::chrono::milliseconds timeout) override;
   Status Hello(uint32_t peer, const v1::Member& self, v1::Member* out, std::chrono::milliseconds timeout);
   // A member learned from a configuration (membership.h); no-op if known.
   void AddPeer(uint32_t id, const std::string& address) override;
