@@ -26,6 +26,16 @@ type database struct {
 	avail    *availability
 	// failovers measured by loseLeader, in order.
 	failovers []failover
+	// tlsFiles (CAFile, CertFile, KeyFile), once set, are presented by the
+	// checks that read the members (status, verify): a cluster moved to
+	// TLS refuses plaintext.
+	tlsFiles client.Config
+}
+
+// dial is a client configuration for endpoints with the checks' TLS files.
+func (d *database) dial(endpoints ...string) client.Config {
+	return client.Config{Endpoints: endpoints, CAFile: d.tlsFiles.CAFile, CertFile: d.tlsFiles.CertFile,
+		KeyFile: d.tlsFiles.KeyFile}
 }
 
 // createSample applies config/samples in a new namespace (changes edit its
@@ -60,7 +70,7 @@ func (d *database) clientConfig() client.Config {
 func (d *database) status(pod string) (*rolisv1.StatusResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	a, err := client.NewAdmin(ctx, client.Config{Endpoints: []string{d.fw.adminAddr(pod)}})
+	a, err := client.NewAdmin(ctx, d.dial(d.fw.adminAddr(pod)))
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +162,7 @@ func (d *database) verify() {
 	for _, p := range d.pods {
 		isLeader := p == leader
 		call := d.w.Now()
-		state, err := ledger.Dump(ctx, client.Config{Endpoints: []string{d.fw.clientAddr(p)}}, isLeader)
+		state, err := ledger.Dump(ctx, d.dial(d.fw.clientAddr(p)), isLeader)
 		Expect(err).NotTo(HaveOccurred(), "reading %s", p)
 		role := "follower"
 		if isLeader {
