@@ -74,7 +74,9 @@ class Transport {
   virtual Status Control(uint32_t peer, const ControlMsg& m, ControlReply* r, std::chrono::milliseconds timeout) = 0;
   // The peer's snapshot into `sink` as it arrives: OK once the sink's End
   // returned OK. A refusal of the peer, a broken call or an error of the
-  // sink (which stops the peer's scan) is returned as an error.
+  // sink (which stops the peer's scan) is returned as an error. `timeout`
+  // bounds the wait for each part, not the whole: a store of any size
+  // streams while it moves.
   virtual Status Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink* sink,
                           std::chrono::milliseconds timeout) = 0;
 };

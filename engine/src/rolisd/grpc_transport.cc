@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "accept_stream.h"
+#include "idle_watch.h"
 #include "snapshot_chunks.h"
 #include "stream_sender.h"
 #include "wire.h"
@@ -26,10 +27,11 @@ std::chrono::system_clock::time_point Deadline(std::chrono::milliseconds t) {
 // error of the sink cancels the call (the sender's scan stops) and is put
 // in *sink_error.
 grpc::Status ReadSnapshot(grpc::ClientContext* ctx, std::unique_ptr<grpc::ClientReader<v1::SnapshotChunk>> reader,
-                          uint32_t streams, SnapshotSink* sink, bool* last, Status* sink_error) {
+                          uint32_t streams, SnapshotSink* sink, IdleWatch* watch, bool* last, Status* sink_error) {
   v1::SnapshotChunk c;
   bool first = true;
   while (reader->Read(&c)) {
+    watch->Progress();
     Status s;
     if (first) {
       first = false;
@@ -337,12 +339,25 @@ Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink
                                std::chrono::milliseconds timeout) {
   v1::SnapshotRequest req;
   req.set_member_id(m.from);
+  auto* stub = StubOf(peer);
+  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
   bool last = false;
   Status sink_error;
-  Status s = Call(peer, timeout, [&](auto* stub, auto* ctx) {
-    return ReadSnapshot(ctx, stub->Snapshot(ctx, req), o_.streams, sink, &last, &sink_error);
-  });
+  // No deadline on the whole call: `timeout` bounds the wait for each chunk
+  // (the first one included), so a store of any size streams while it moves.
+  grpc::ClientContext ctx;
+  Status s;
+  bool stalled = false;
+  {
+    IdleWatch watch(&ctx, timeout);
+    s = FromGrpc(ReadSnapshot(&ctx, stub->Snapshot(&ctx, req), o_.streams, sink, &watch, &last, &sink_error));
+    stalled = watch.fired();
+  }
   if (!sink_error.ok()) return sink_error;  // the call was cancelled for it
+  if (stalled) {
+    return Status(StatusCode::kInternal, "unavailable: snapshot stalled: no chunk for " +
+                                             std::to_string(timeout.count()) + " ms");
+  }
   if (!s.ok()) return s;
   if (!last) return Status(StatusCode::kInternal, "unavailable: snapshot cut short");
   return Status::OK();
