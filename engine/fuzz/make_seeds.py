@@ -123,6 +123,10 @@ def seeds():
     out["wire_fuzz"]["control_reply"] = b"\x03" + field(1, 1) + field(2, 2) + field(3, 258) + field(5, rec)
     out["wire_fuzz"]["epoch_record"] = b"\x04" + rec
     out["wire_fuzz"]["accept_reply"] = b"\x05" + field(1, 1) + field(2, 3) + field(6, 12) + field(7, 10)
+    # A peek from slot 12 of stream 0 and none of stream 1 (packed), and a Prepare.
+    packed = varint(12) + varint(2**64 - 1)
+    out["wire_fuzz"]["promise_peek"] = b"\x06" + field(1, 3) + field(2, 2) + field(3, packed) + field(4, 1)
+    out["wire_fuzz"]["promise_prepare"] = b"\x06" + field(1, 4) + field(2, 1)
 
     def op(kind, key, value=b"", table=b"", **kw):
         out = field(1, kind) + (field(2, table) if table else b"") + field(3, key)

@@ -1,7 +1,7 @@
 // libFuzzer target: the conversions of wire.h from the replication wire
 // messages (replication.proto) to the C++ types a member acts on. The first
 // byte picks the message (AcceptRequest, PromiseResponse, ControlRequest,
-// ControlResponse, EpochRecord, AcceptResponse); the rest is its protobuf
+// ControlResponse, EpochRecord, AcceptResponse, PromiseRequest); the rest is its protobuf
 // encoding. Checks: no crash, a refusal says why, and what converts converts
 // back to the same message (ToWire after FromWire is a fixed point).
 #include <cstdint>
@@ -59,7 +59,7 @@ void RoundTrip(const Wire& in, From from, To to) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 6) {
+  switch (data[0] % 7) {
     case 0: {
       v1::AcceptRequest r;
       if (!r.ParseFromString(body)) return 0;
@@ -124,6 +124,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             return true;
           },
           [](const AcceptReply& m, v1::AcceptResponse* w) { wire::ToWire(m, w); });
+      break;
+    }
+    case 6: {
+      // from_slot of any length converts; the acceptor judges it.
+      v1::PromiseRequest r;
+      if (!r.ParseFromString(body)) return 0;
+      RoundTrip<v1::PromiseRequest, PromiseMsg>(
+          r,
+          [](const v1::PromiseRequest& w, PromiseMsg* m, std::string*) {
+            *m = wire::FromWire(w, 0);
+            return true;
+          },
+          [](const PromiseMsg& m, v1::PromiseRequest* w) { wire::ToWire(m, w); });
+      Require(wire::FromWire(r, 0).from_slot.size() == static_cast<size_t>(r.from_slot_size()),
+              "from_slot lost entries");
       break;
     }
   }

@@ -1,6 +1,7 @@
 #include "acceptor.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace rolis::replication {
 
@@ -170,6 +171,17 @@ PromiseReply Acceptor::Promise(const PromiseMsg& m) {
   std::vector<std::unique_lock<std::mutex>> locks;
   for (auto& s : streams_) locks.emplace_back(s->mu);
   uint64_t p = promised_.load(std::memory_order_acquire);
+  // from_slot trims a peek's answer; a Prepare's proposer needs every slot
+  // it could have to re-propose, so a real Promise that carries it is a
+  // proposer's bug and is refused rather than answered in part.
+  if (!m.from_slot.empty() && (!m.peek || m.from_slot.size() != streams_.size())) {
+    r.ok = false;
+    r.promised_epoch = p;
+    r.error = !m.peek ? "from_slot is for a peek only; a promise returns every slot"
+                      : "from_slot lists " + std::to_string(m.from_slot.size()) + " streams, this member has " +
+                            std::to_string(streams_.size());
+    return r;
+  }
   if (!m.peek) {
     // Ballots are unique per proposer: an equal epoch only to the proposer
     // it was promised to (docs/replication.md, "Failover to epoch e'").
@@ -207,8 +219,9 @@ PromiseReply Acceptor::Promise(const PromiseMsg& m) {
     out.first_slot = s.first_slot;
     out.base_key = s.base_key;
     out.base_barrier = s.base_barrier;
-    out.slots.reserve(s.slots.size());
-    for (const auto& [i, slot] : s.slots) out.slots.push_back(slot);
+    auto from = m.from_slot.empty() ? s.slots.begin() : s.slots.lower_bound(m.from_slot[t]);
+    out.slots.reserve(static_cast<size_t>(std::distance(from, s.slots.end())));
+    for (auto it = from; it != s.slots.end(); ++it) out.slots.push_back(it->second);
   }
   return r;
 }

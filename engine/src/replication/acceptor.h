@@ -60,7 +60,8 @@ class Acceptor {
 
   // Phase 2. `m` is validated (stream in range, value well formed).
   AcceptReply Accept(const AcceptMsg& m);
-  // Phase 1 (or a peek that promises nothing).
+  // Phase 1 (or a peek that promises nothing). A peek with from_slot gets
+  // only the slots at or above it per stream (types.h, PromiseMsg).
   PromiseReply Promise(const PromiseMsg& m);
   // Raises the promise without reading (a member catching up adopts the
   // highest promise of the members it read from).

@@ -230,6 +230,14 @@ void Replica::OnNewRecord(const DecidedPtr& d) {
 }
 
 
+// Whether the log holds or ever held a slot (compacted ones included).
+static bool HoldsAnySlot(const Acceptor& a) {
+  for (uint32_t t = 0; t < a.streams(); t++) {
+    if (a.next_slot(t) > 0) return true;
+  }
+  return false;
+}
+
 PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
   PromiseReply r;
   if (!member_.voting.load(std::memory_order_acquire)) {
@@ -238,9 +246,7 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
     r.from = opts_.id;
     r.amnesic = true;
     r.promised_epoch = acceptor_.promised();
-    bool any_slot = false;
-    for (uint32_t t = 0; t < opts_.streams; t++) any_slot = any_slot || acceptor_.next_slot(t) > 0;
-    r.virgin = !any_slot && !control_.HasAccepted();
+    r.virgin = !HoldsAnySlot(acceptor_) && !control_.HasAccepted();
     r.error = "catching up: not voting yet";
     return r;
   }
@@ -266,11 +272,11 @@ PromiseReply Replica::HandlePromise(const PromiseMsg& m) {
   r.ctl_promised = vote.promised;
   r.ctl_accepted_ballot = vote.accepted_ballot;
   r.ctl_accepted = vote.accepted;
-  bool any_slot = false;
-  for (const auto& s : r.streams) any_slot = any_slot || !s.slots.empty() || s.first_slot > 0;
   // Nothing was ever decided or accepted here (promises of a first
   // election in progress may exist: see "Members that lose their memory").
-  r.virgin = !any_slot && !control_.HasAccepted();
+  // Read from the log itself, not from the slots sent: a peek with
+  // from_slot may carry none of them.
+  r.virgin = !HoldsAnySlot(acceptor_) && !control_.HasAccepted();
   if (m.peek) return r;
   if (r.ok && m.from != opts_.id) {
     // A candidate of a newer epoch: this member's own leadership (if any)

@@ -238,6 +238,7 @@ void Replica::NoteCannotCatchUp(size_t empty_members) {
     PromiseMsg pm;
     pm.from = opts_.id;
     pm.peek = true;
+    pm.from_slot = NoSlots(opts_.streams);  // only `virgin` is read
     empty_members = 1;
     for (const auto& [id, r] : calls_.PromiseAll(pm, false)) {
       if (r.virgin) empty_members++;

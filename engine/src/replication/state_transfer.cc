@@ -74,6 +74,7 @@ Status StateTransfer::Probe() {
   PromiseMsg pm;
   pm.from = member_->self();
   pm.peek = true;
+  pm.from_slot = NoSlots(opts_.streams);  // it reads only `virgin` and `amnesic`
   const size_t need_virgin = std::min<size_t>(member_->peers().size(), majority());
   auto replies = calls_->PromiseAll(pm, false, [need_virgin](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
     size_t v = 0;
@@ -113,7 +114,7 @@ Status StateTransfer::Probe() {
                      " without state; " + std::to_string(need_virgin) + " needed to call the cluster new)");
 }
 
-Status StateTransfer::ReadVotes(const DecidedPtr& record, Votes* v) {
+Status StateTransfer::ReadVotes(const DecidedPtr& record, std::vector<uint64_t> from_slot, Votes* v) {
   v->cfg = member_->ConfigOf(record);
   member_->Know(v->cfg);
   v->self = member_->voting.load() && Contains(v->cfg, member_->self());
@@ -125,6 +126,7 @@ Status StateTransfer::ReadVotes(const DecidedPtr& record, Votes* v) {
   PromiseMsg pm;
   pm.from = member_->self();
   pm.peek = true;
+  pm.from_slot = std::move(from_slot);
   const size_t need = v->need;
   v->replies = calls_->PromiseAll(pm, v->self, [need, &voters](const std::vector<std::pair<uint32_t, PromiseReply>>& rs) {
     size_t ok = 0;
@@ -181,7 +183,17 @@ Status StateTransfer::FetchSnapshot(uint64_t my_epoch, std::unique_ptr<ReceivedS
 std::vector<StreamSlots> StateTransfer::AdoptedSlots(const SnapshotReply& snap,
                                                      const std::vector<const PromiseReply*>& oks) const {
   // Per stream, after the snapshot: the slot of the highest ballot any of
-  // the votes holds.
+  // the votes holds. The slots below the snapshot's next_slot are not
+  // needed, and step 2 does not ask for them: they are chosen and already
+  // applied to the store the snapshot was scanned from (a follower replays
+  // a slot only once the leader's G has passed it; the leader's own
+  // snapshot ends at c_end, below which a majority accepted every slot),
+  // and Reset starts this member's log at next_slot with the snapshot's
+  // base reach and barrier, which is all a later failover walk reads of
+  // them (docs/replication.md, "Members that lose their memory"). Nothing
+  // below next_slot is kept, so no vote there could change what this
+  // member holds. Slots below it are still skipped here: a member of an
+  // older version ignores from_slot and sends every slot.
   std::vector<StreamSlots> adopted(opts_.streams);
   for (uint32_t t = 0; t < opts_.streams; t++) {
     adopted[t].first_slot = snap.next_slot[t];
@@ -214,9 +226,10 @@ Status StateTransfer::Transfer() {
   //
   // 0. Only if those votes can be had is a snapshot worth asking for (the
   //    leader's pauses its writes).
+  //    Only whether a majority answers is used: no slots are asked for.
   {
     Votes first;
-    if (Status s = ReadVotes(known, &first); !s.ok()) return s;
+    if (Status s = ReadVotes(known, NoSlots(opts_.streams), &first); !s.ok()) return s;
   }
   // 1. A snapshot from a caught-up follower; from the leader only when none
   //    can give one.
@@ -224,9 +237,13 @@ Status StateTransfer::Transfer() {
   if (Status s = FetchSnapshot(my_epoch, &received); !s.ok()) return s;
   const SnapshotReply& snap = received->header();
   // 2. The votes again, after the snapshot, so that they cover every slot
-  //    after it.
+  //    after it; only those slots are asked for (AdoptedSlots says why the
+  //    ones below are not needed).
   Votes votes;
-  if (Status s = ReadVotes(IsBetterDecided(snap.decided, known) ? snap.decided : known, &votes); !s.ok()) return s;
+  if (Status s = ReadVotes(IsBetterDecided(snap.decided, known) ? snap.decided : known, snap.next_slot, &votes);
+      !s.ok()) {
+    return s;
+  }
   const std::vector<const PromiseReply*>& oks = votes.oks;
   uint64_t max_promised = 0;
   DecidedPtr newest = snap.decided;

@@ -98,7 +98,9 @@ class StateTransfer {
   Status Probe();  // OK: a new cluster (voting now) or caught up by state transfer
   Status Transfer();
   // The steps of a transfer.
-  Status ReadVotes(const DecidedPtr& record, Votes* v);
+  // Each answer carries the slots at or above from_slot[t] (types.h,
+  // PromiseMsg); a member of an older version may send them all.
+  Status ReadVotes(const DecidedPtr& record, std::vector<uint64_t> from_slot, Votes* v);
   // Into *snap (a fresh one per member asked; the one that completed is
   // left in it).
   Status FetchSnapshot(uint64_t my_epoch, std::unique_ptr<ReceivedSnapshot>* snap);

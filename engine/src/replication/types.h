@@ -97,7 +97,16 @@ struct PromiseMsg {
   uint32_t from = 0;
   uint64_t epoch = 0;
   bool peek = false;
+  // A peek only: per stream, the answer carries the slots with index at or
+  // above from_slot[t] (UINT64_MAX: none). Empty: every slot. A list of
+  // another length than the streams, or any list on a real Promise (whose
+  // proposer needs every slot), is refused (docs/replication.md, "Members
+  // that lose their memory").
+  std::vector<uint64_t> from_slot;
 };
+
+// from_slot for a peek that reads none of the slots of `streams` streams.
+inline std::vector<uint64_t> NoSlots(uint32_t streams) { return std::vector<uint64_t>(streams, UINT64_MAX); }
 
 struct StreamSlots {
   uint64_t first_slot = 0;      // slots below are compacted into the store

@@ -156,6 +156,8 @@ void ToWire(const PromiseMsg& m, v1::PromiseRequest* out) {
   out->set_epoch(m.epoch);
   out->set_candidate_id(m.from);
   out->set_peek(m.peek);
+  out->clear_from_slot();
+  for (uint64_t f : m.from_slot) out->add_from_slot(f);
 }
 
 PromiseMsg FromWire(const v1::PromiseRequest& r, uint32_t from) {
@@ -163,6 +165,9 @@ PromiseMsg FromWire(const v1::PromiseRequest& r, uint32_t from) {
   m.from = from != 0 ? from : r.candidate_id();
   m.epoch = r.epoch();
   m.peek = r.peek();
+  // Checked by the acceptor (a list of another length, or on a real
+  // Promise, is refused with a reason).
+  m.from_slot.assign(r.from_slot().begin(), r.from_slot().end());
   return m;
 }
 

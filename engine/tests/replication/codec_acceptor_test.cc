@@ -192,7 +192,7 @@ TEST(Codec, Crc32cIsCastagnoliAtEveryLength) {
 
 TEST(Acceptor, RejectsAcceptsOfAnEpochBelowItsPromise) {
   Acceptor a(1);
-  PromiseMsg pm{3, 5, false};
+  PromiseMsg pm{3, 5, false, {}};
   ASSERT_TRUE(a.Promise(pm).ok);
   AcceptReply r = a.Accept(Accept(4, 0, 0, TxnBatch(4, 1)));
   EXPECT_FALSE(r.ok);
@@ -206,8 +206,8 @@ TEST(Acceptor, PromiseOfALowerEpochIsRefusedAndReturnsEveryHeldSlot) {
   Acceptor a(2);
   ASSERT_TRUE(a.Accept(Accept(2, 0, 0, TxnBatch(2, 1))).ok);
   ASSERT_TRUE(a.Accept(Accept(2, 1, 3, TxnBatch(2, 4))).ok);
-  EXPECT_FALSE(a.Promise(PromiseMsg{3, 1, false}).ok);
-  PromiseReply r = a.Promise(PromiseMsg{3, 3, false});
+  EXPECT_FALSE(a.Promise(PromiseMsg{3, 1, false, {}}).ok);
+  PromiseReply r = a.Promise(PromiseMsg{3, 3, false, {}});
   ASSERT_TRUE(r.ok);
   ASSERT_EQ(r.streams.size(), 2u);
   EXPECT_EQ(r.streams[0].slots.size(), 1u);
@@ -215,7 +215,7 @@ TEST(Acceptor, PromiseOfALowerEpochIsRefusedAndReturnsEveryHeldSlot) {
   EXPECT_EQ(r.streams[1].slots[0].ballot, 2u);
   EXPECT_EQ(a.promised(), 3u);
   // A peek promises nothing.
-  EXPECT_TRUE(a.Promise(PromiseMsg{3, 9, true}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{3, 9, true, {}}).ok);
   EXPECT_EQ(a.promised(), 3u);
 }
 
@@ -225,19 +225,19 @@ TEST(Acceptor, PromiseOfALowerEpochIsRefusedAndReturnsEveryHeldSlot) {
 TEST(Acceptor, AnEqualEpochIsPromisedAgainOnlyToTheSameProposer) {
   Acceptor a(1);
   ASSERT_TRUE(a.Accept(Accept(1, 0, 0, TxnBatch(1, 1))).ok);
-  ASSERT_TRUE(a.Promise(PromiseMsg{2, 4, false}).ok);
-  EXPECT_TRUE(a.Promise(PromiseMsg{2, 4, false}).ok) << "a retry of the same candidate";
-  PromiseReply other = a.Promise(PromiseMsg{3, 4, false});
+  ASSERT_TRUE(a.Promise(PromiseMsg{2, 4, false, {}}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{2, 4, false, {}}).ok) << "a retry of the same candidate";
+  PromiseReply other = a.Promise(PromiseMsg{3, 4, false, {}});
   EXPECT_FALSE(other.ok) << "a second proposer of the same epoch";
   EXPECT_EQ(other.promised_epoch, 4u);
   EXPECT_NE(other.error.find("member 2"), std::string::npos) << other.error;
   EXPECT_TRUE(other.streams.empty()) << "a refused promise returns no slots";
   // A newer epoch goes to anyone, and then belongs to that proposer.
-  ASSERT_TRUE(a.Promise(PromiseMsg{3, 5, false}).ok);
-  EXPECT_FALSE(a.Promise(PromiseMsg{2, 5, false}).ok);
-  EXPECT_TRUE(a.Promise(PromiseMsg{3, 5, false}).ok);
+  ASSERT_TRUE(a.Promise(PromiseMsg{3, 5, false, {}}).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{2, 5, false, {}}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{3, 5, false, {}}).ok);
   // A peek promises nothing and is answered whoever asks.
-  EXPECT_TRUE(a.Promise(PromiseMsg{2, 5, true}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{2, 5, true, {}}).ok);
   EXPECT_EQ(a.promised(), 5u);
 }
 
@@ -247,12 +247,12 @@ TEST(Acceptor, AnEqualEpochIsPromisedAgainOnlyToTheSameProposer) {
 TEST(Acceptor, AnEqualEpochWhoseProposerIsUnknownIsRefusedToEveryone) {
   Acceptor a(1);
   ASSERT_TRUE(a.Accept(Accept(3, 0, 0, TxnBatch(3, 1))).ok);
-  EXPECT_FALSE(a.Promise(PromiseMsg{2, 3, false}).ok);
-  EXPECT_FALSE(a.Promise(PromiseMsg{3, 3, false}).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{2, 3, false, {}}).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{3, 3, false, {}}).ok);
   a.RaisePromise(6);
-  EXPECT_FALSE(a.Promise(PromiseMsg{2, 6, false}).ok);
-  ASSERT_TRUE(a.Promise(PromiseMsg{2, 7, false}).ok);
-  EXPECT_TRUE(a.Promise(PromiseMsg{2, 7, false}).ok);
+  EXPECT_FALSE(a.Promise(PromiseMsg{2, 6, false, {}}).ok);
+  ASSERT_TRUE(a.Promise(PromiseMsg{2, 7, false, {}}).ok);
+  EXPECT_TRUE(a.Promise(PromiseMsg{2, 7, false, {}}).ok);
 }
 
 TEST(Acceptor, NeedFromIsTheFirstSlotNotHeldAtTheEpochsBallot) {
@@ -278,7 +278,7 @@ TEST(Acceptor, CompactionKeepsTheReachOfWhatItDrops) {
   EpochRecord rec{1, {}};
   for (uint64_t i = 0; i < 4; i++) ASSERT_TRUE(a.Accept(Accept(1, 0, i, TxnBatch(1, 10 + i))).ok);
   a.Compact(0, 3, rec);
-  PromiseReply r = a.Promise(PromiseMsg{3, 2, false});
+  PromiseReply r = a.Promise(PromiseMsg{3, 2, false, {}});
   EXPECT_EQ(r.streams[0].first_slot, 3u);
   EXPECT_EQ(r.streams[0].base_key, (LogKey{1, 12}));
   ASSERT_EQ(r.streams[0].slots.size(), 1u);

@@ -412,11 +412,14 @@ func (x *Slot) GetValue() *Batch {
 }
 
 type PromiseRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Epoch         uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	CandidateId   uint32                 `protobuf:"varint,2,opt,name=candidate_id,json=candidateId,proto3" json:"candidate_id,omitempty"`
-	FromSlot      []uint64               `protobuf:"varint,3,rep,packed,name=from_slot,json=fromSlot,proto3" json:"from_slot,omitempty"` // reserved
-	Peek          bool                   `protobuf:"varint,4,opt,name=peek,proto3" json:"peek,omitempty"`                                // promise nothing, just report
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Epoch       uint64                 `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	CandidateId uint32                 `protobuf:"varint,2,opt,name=candidate_id,json=candidateId,proto3" json:"candidate_id,omitempty"`
+	// A peek only: per stream, report the slots with index >= from_slot[i]
+	// (UINT64_MAX: none). Empty: every slot. One entry per stream; another
+	// length, or any entry on a real Promise, is refused with `error`.
+	FromSlot      []uint64 `protobuf:"varint,3,rep,packed,name=from_slot,json=fromSlot,proto3" json:"from_slot,omitempty"`
+	Peek          bool     `protobuf:"varint,4,opt,name=peek,proto3" json:"peek,omitempty"` // promise nothing, just report
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
