@@ -8,20 +8,10 @@
 #include "acceptor.h"
 #include "cluster_harness.h"
 #include "codec.h"
+#include "txn_batch.h"
 
 namespace rolis::replication::testing {
 namespace {
-
-BatchPtr TxnBatch(uint64_t epoch, uint64_t ts) {
-  auto b = std::make_shared<Batch>();
-  b->epoch = epoch;
-  b->last_ts = ts;
-  WriteRecord w{0, "k", "v", false};
-  AppendTxn(&b->payload, ts, std::span<const WriteRecord>(&w, 1));
-  b->txn_count = 1;
-  b->crc = Crc32c(b->payload);
-  return b;
-}
 
 AcceptMsg Accept(uint64_t epoch, uint32_t stream, uint64_t index) {
   AcceptMsg m;
