@@ -183,8 +183,7 @@ void LeaderStreams::StepDownLocked(uint64_t newer_epoch, const char* why) {
   mode_ = Mode::kIdle;
   watermark_ = {};
   bool suspect = was_open && max_ts > 0;
-  member_->role.store(suspect || member_->dirty.load() ? Role::kCatchingUp : Role::kFollower,
-                      std::memory_order_release);
+  member_->role.store(suspect ? Role::kCatchingUp : member_->FollowerRole(), std::memory_order_release);
   log::Printf(log::Level::kInfo, "replication",
               "rolis-repl %u: stepped down from epoch %lu (%s; newer epoch %lu)", opts_.id,
               static_cast<unsigned long>(epoch_), why, static_cast<unsigned long>(newer_epoch));

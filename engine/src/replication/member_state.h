@@ -41,10 +41,17 @@ class MemberState {
   std::atomic<bool> needs_transfer{false};  // the store must be replaced by a state transfer
   std::atomic<bool> stopping{false};       // Replica::Stop has begun
 
+  // The role of a member that does not lead: catching up while it holds
+  // commits a failover discarded or its store awaits a state transfer
+  // (either way it serves no reads and cannot be a candidate), else follower.
+  Role FollowerRole() const {
+    return dirty.load() || needs_transfer.load() ? Role::kCatchingUp : Role::kFollower;
+  }
+
   // After this member's pending candidacy was dropped: a candidate becomes a
-  // follower (catching up if it holds discarded commits).
+  // follower (catching up if it holds discarded commits or awaits a transfer).
   void LeaveCandidateRole() {
-    if (role.load() == Role::kCandidate) role.store(dirty.load() ? Role::kCatchingUp : Role::kFollower);
+    if (role.load() == Role::kCandidate) role.store(FollowerRole());
   }
 
   // When this member last took an accept from an open leader, or promised

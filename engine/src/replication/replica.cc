@@ -186,6 +186,10 @@ AcceptReply Replica::HandleAccept(const AcceptMsg& m) {
     Slot head;
     bool have = acceptor_.Get(t, replayed, &head) && head.ballot == m.epoch;
     if (m.log_start > replayed && !have && !member_.needs_transfer.exchange(true)) {
+      // It keeps voting (it forgot nothing), but says it catches up: it is
+      // no candidate and serves no reads until the transfer is done.
+      Role follower = Role::kFollower;
+      member_.role.compare_exchange_strong(follower, Role::kCatchingUp);
       log::Printf(log::Level::kInfo, "replication",
                   "rolis-repl %u: behind the leader's log on stream %u (at %lu, log starts at %lu): "
                   "state transfer", opts_.id, t, static_cast<unsigned long>(replayed),

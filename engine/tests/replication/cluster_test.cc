@@ -325,6 +325,38 @@ TEST(Cluster, TheLeaderKeepsItsLogForAMemberInALongStateTransferUnderLoad) {
   EXPECT_EQ(c.r(3).GetStatus().state_transfers, 1u);
 }
 
+// A follower cut off while the leader compacted past it keeps voting but
+// must catch up by state transfer; until that is done it says so
+// (catching_up), so that neither the operator nor a reader takes it for a
+// caught-up follower: the operator picked it as the most advanced candidate
+// again and again, and it refused each time ("choose another candidate").
+TEST(Cluster, AFollowerLeftBehindTheLeadersLogSaysItIsCatchingUp) {
+  ClusterOptions o;
+  o.min_retained_bytes = 1024;
+  o.live_window = 300ms;
+  Cluster c(o);
+  ASSERT_TRUE(c.Failover(1).ok());
+  for (int i = 0; i < 20; i++) ASSERT_EQ(c.Put(1, i % 2, "k" + std::to_string(i), "v"), Cluster::Ack::kAcked);
+  ASSERT_TRUE(c.WaitReplicated(1));
+  c.net().Partition({3});
+  int n = 20;
+  const auto until = std::chrono::steady_clock::now() + 1500ms;  // past live_window: 3 no longer holds the log
+  for (; std::chrono::steady_clock::now() < until && n < 3000; n++) {
+    ASSERT_EQ(c.Put(1, n % 2, "k" + std::to_string(n), "v"), Cluster::Ack::kAcked) << n;
+  }
+  // Member 2's snapshot reaches 3 only after 3 s: the transfer is pending meanwhile.
+  c.net().SetFaults(2, 3, std::nullopt, LinkFaults{0, 0, 3000ms, 3000ms});
+  c.net().Heal();
+  ASSERT_EQ(c.Put(1, 0, "after", "v"), Cluster::Ack::kAcked);
+  EXPECT_TRUE(Cluster::WaitUntil([&] { return c.r(3).role() == Role::kCatchingUp; }, 2500ms))
+      << "member 3 is behind the leader's log but says " << static_cast<int>(c.r(3).role());
+  c.net().SetFaults(2, 3, std::nullopt, LinkFaults{});
+  ASSERT_TRUE(Cluster::WaitUntil([&] { return c.r(3).role() == Role::kFollower; }, 20s));
+  EXPECT_GE(c.r(3).GetStatus().state_transfers, 1u);
+  EXPECT_TRUE(c.WaitReplicated(1));
+  EXPECT_EQ(c.Dump(3).size(), static_cast<size_t>(n + 1));
+}
+
 TEST(Cluster, BadInputOnTheReplicationPortIsRefusedAndChangesNothing) {
   Cluster c({});
   ASSERT_TRUE(c.Failover(1).ok());
