@@ -28,7 +28,7 @@ func checkpointingOptions(t *testing.T) (clusterOptions, string) {
 // segments lists the log segment files of member id's stream t, oldest first.
 func segments(t *testing.T, data string, id, stream int) []string {
 	t.Helper()
-	dir := filepath.Join(data, fmt.Sprintf("member-%d", id), fmt.Sprintf("stream-%d", stream))
+	dir := filepath.Join(memberDir(data, id), fmt.Sprintf("stream-%d", stream))
 	entries, err := os.ReadDir(dir)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func waitCheckpointsAndTruncation(t *testing.T, cl *cluster, data string, leader
 		})
 	}
 	for id, before := range first {
-		dir := filepath.Join(data, fmt.Sprintf("member-%d", id))
+		dir := memberDir(data, id)
 		ckpts, err := filepath.Glob(filepath.Join(dir, "checkpoints", "checkpoint-*.ckpt"))
 		if err != nil || len(ckpts) != 1 {
 			t.Fatalf("member %d: want one complete checkpoint on disk, found %v (%v)", id, ckpts, err)

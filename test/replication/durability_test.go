@@ -25,8 +25,23 @@ func durableOptions(t *testing.T) (clusterOptions, string) {
 	}
 	data := t.TempDir()
 	return clusterOptions{memberArgs: func(id int) []string {
-		return []string{"--data-dir=" + filepath.Join(data, fmt.Sprintf("member-%d", id)), "--durability=" + mode}
+		return []string{"--data-dir=" + memberDir(data, id), "--durability=" + mode}
 	}}, data
+}
+
+// memberDir is member id's --data-dir under data.
+func memberDir(data string, id int) string { return filepath.Join(data, fmt.Sprintf("member-%d", id)) }
+
+// killEmpty kills member id and removes its data directory, so that its
+// next start is empty (it catches up by state transfer).
+func killEmpty(t *testing.T, cl *cluster, data string, id int) {
+	t.Helper()
+	if _, err := cl.member(id).Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(memberDir(data, id)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // restartAll starts every member again with the same flags, at once.
@@ -97,12 +112,7 @@ func TestMemberRestartedWithAnEmptyDataDirRejoinsByStateTransfer(t *testing.T) {
 	cl, leader, w := underLoad(t, o, 22)
 	time.Sleep(time.Second)
 	f := other(cl, leader)
-	if _, err := cl.member(int(f)).Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(data, fmt.Sprintf("member-%d", f))); err != nil {
-		t.Fatal(err)
-	}
+	killEmpty(t, cl, data, int(f))
 	if err := cl.member(int(f)).Restart(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +146,7 @@ func TestMajorityRestartedEmptyReportsDataLossAndDoesNotServe(t *testing.T) {
 	for _, m := range cl.c.Members {
 		if uint32(m.ID) != leader {
 			empty = append(empty, m.ID)
-			if err := os.RemoveAll(filepath.Join(data, fmt.Sprintf("member-%d", m.ID))); err != nil {
+			if err := os.RemoveAll(memberDir(data, m.ID)); err != nil {
 				t.Fatal(err)
 			}
 		}

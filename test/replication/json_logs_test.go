@@ -3,8 +3,6 @@ package replication_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,12 +73,7 @@ func TestJSONLogsCarryTheEnginesLinesThroughStateTransfer(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	f := other(cl, leader, quiet)
-	if _, err := cl.member(int(f)).Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(data, fmt.Sprintf("member-%d", f))); err != nil {
-		t.Fatal(err)
-	}
+	killEmpty(t, cl, data, int(f))
 	if err := cl.member(int(f)).Restart(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 // tmpCheckpoints lists the checkpoint temporaries in member id's directory.
 func tmpCheckpoints(data string, id int) []string {
-	tmps, _ := filepath.Glob(filepath.Join(data, fmt.Sprintf("member-%d", id), "checkpoints", "checkpoint-*.tmp"))
+	tmps, _ := filepath.Glob(filepath.Join(memberDir(data, id), "checkpoints", "checkpoint-*.tmp"))
 	return tmps
 }
 
@@ -66,12 +66,7 @@ func TestMemberRestartedEmptyCatchesUpFromTheLeadersCheckpoint(t *testing.T) {
 	}
 	waitLeaderCheckpoints(t, cl, data, leader, 2)
 	const empty = 3
-	if _, err := cl.member(empty).Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(data, fmt.Sprintf("member-%d", empty))); err != nil {
-		t.Fatal(err)
-	}
+	killEmpty(t, cl, data, empty)
 	t.Logf("member %d killed and its data directory removed with %d transactions acknowledged", empty, w.Acked())
 	if err := cl.member(empty).Restart(30 * time.Second); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +45,7 @@ func TestSnapshotTransferAndCheckpointDoNotCopyTheStore(t *testing.T) {
 	const checkpointEvery = 16 << 20
 	data := t.TempDir()
 	cl := startCluster(t, clusterOptions{memberArgs: func(id int) []string {
-		return []string{"--data-dir=" + filepath.Join(data, fmt.Sprintf("member-%d", id)), "--durability=disk",
+		return []string{"--data-dir=" + memberDir(data, id), "--durability=disk",
 			fmt.Sprintf("--checkpoint-every=%d", checkpointEvery)}
 	}})
 	// Member 3 leads: member 2, restarted empty and not knowing the leader
@@ -93,12 +92,7 @@ func TestSnapshotTransferAndCheckpointDoNotCopyTheStore(t *testing.T) {
 	}
 
 	// The transfer: the receiver restarts with an empty data directory.
-	if _, err := cl.member(receiver).Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.RemoveAll(filepath.Join(data, fmt.Sprintf("member-%d", receiver))); err != nil {
-		t.Fatal(err)
-	}
+	killEmpty(t, cl, data, receiver)
 	servedBefore := leaderServed(cl, leader)
 	before := resetPeak(t, cl, server)
 	if err := cl.member(receiver).Restart(30 * time.Second); err != nil {
