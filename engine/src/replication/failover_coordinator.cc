@@ -184,9 +184,9 @@ Status FailoverCoordinator::PrepareFailover(uint64_t new_epoch, const Decided& l
   const Role before = member_->role.load();
   member_->role.store(Role::kCandidate);
   auto fail = [&](Status s) {
-    member_->role.store(member_->dirty.load() || member_->needs_transfer.load()
-                            ? Role::kCatchingUp
-                            : (before == Role::kCandidate ? Role::kFollower : before));
+    const Role settled = member_->FollowerRole();
+    member_->role.store(settled == Role::kCatchingUp ? settled
+                                                     : (before == Role::kCandidate ? Role::kFollower : before));
     if (member_->role.load() == Role::kCandidate || member_->role.load() == Role::kLeader) {
       member_->role.store(Role::kFollower);
     }
