@@ -339,20 +339,17 @@ Status GrpcTransport::Snapshot(uint32_t peer, const SnapshotMsg& m, SnapshotSink
                                std::chrono::milliseconds timeout) {
   v1::SnapshotRequest req;
   req.set_member_id(m.from);
-  auto* stub = StubOf(peer);
-  if (!stub || Dropped(peer)) return Status(StatusCode::kInternal, "unavailable: no route to member");
-  bool last = false;
+  bool last = false, stalled = false;
   Status sink_error;
-  // No deadline on the whole call: `timeout` bounds the wait for each chunk
-  // (the first one included), so a store of any size streams while it moves.
-  grpc::ClientContext ctx;
-  Status s;
-  bool stalled = false;
-  {
-    IdleWatch watch(&ctx, timeout);
-    s = FromGrpc(ReadSnapshot(&ctx, stub->Snapshot(&ctx, req), o_.streams, sink, &watch, &last, &sink_error));
+  // No bound on the whole call (a day stands for none): `timeout` bounds the
+  // wait for each chunk (the first one included), so a store of any size
+  // streams while it moves.
+  Status s = Call(peer, std::chrono::hours(24), [&](auto* stub, auto* ctx) {
+    IdleWatch watch(ctx, timeout);
+    grpc::Status st = ReadSnapshot(ctx, stub->Snapshot(ctx, req), o_.streams, sink, &watch, &last, &sink_error);
     stalled = watch.fired();
-  }
+    return st;
+  });
   if (!sink_error.ok()) return sink_error;  // the call was cancelled for it
   if (stalled) {
     return Status(StatusCode::kInternal, "unavailable: snapshot stalled: no chunk for " +
