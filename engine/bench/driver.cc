@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -204,8 +205,13 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   std::atomic<bool> go{false};
   std::vector<std::thread> pool;
   pool.reserve(threads);
+  std::atomic<uint32_t> finished{0};  // workers whose thread has returned
   for (uint32_t t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
+      struct CountFinished {
+        std::atomic<uint32_t>& n;
+        ~CountFinished() { n.fetch_add(1); }
+      } count_finished{finished};
       PerThread& me = per[t];
       NameThisThread("bench-worker-" + std::to_string(t));
       me.types.resize(type_names.size());
@@ -316,6 +322,23 @@ Status RunWorkload(Database* db, workloads::Workload* workload, const DriverOpti
   const uint64_t other_load_rounds = other_load ? other_load->rounds() : 0;
   const int other_load_unpinned = other_load ? other_load->unpinned() : 0;
   other_load.reset();
+  if (!fixed_work) {
+    // A worker inside a commit that can never be acknowledged (a replicated
+    // run that lost its majority waits in flow control for good) would
+    // hang the join: say so and end instead.
+    const auto join_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (finished.load() < threads) {
+      if (std::chrono::steady_clock::now() > join_deadline) {
+        std::fprintf(stderr,
+                     "rolis-bench: %u of %u workers were still inside a transaction 60 s after the run ended "
+                     "(a replicated run whose members lost their majority?); ending without a result\n",
+                     threads - finished.load(), threads);
+        std::fflush(stderr);
+        std::_Exit(3);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   for (auto& th : pool) th.join();
   const ClockPoint end = fixed_work ? ClockPoint::Now() : stop_point;
 

@@ -277,6 +277,7 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
   }
   Status CheckAcked(RunResult* result);
   Status Elect();
+  Status AwaitFollowers();
   Status SpawnFollowers(Database* db);
   std::string MemberDataDir(uint32_t id) const { return data_dir_ + "/member-" + std::to_string(id); }
 
@@ -423,6 +424,8 @@ Status Replicated::Start(Database* db) {
   repl_->Start();
   s = Elect();
   if (!s.ok()) return s;
+  s = AwaitFollowers();
+  if (!s.ok()) return s;
   forwarding_.store(true);
   observer_ = std::thread([this] { Observe(); });
   // A crash of the last follower mid-run: SIGKILL, no shutdown of any kind.
@@ -523,6 +526,35 @@ Status Replicated::Elect() {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return Status::Internal("the in-process leader was not elected within 60 s: " + last);
+}
+
+// The run starts once every follower follows the leader's epoch. A member
+// that booted after the other two had formed the cluster first catches up
+// by state transfer and does not count toward a majority until it has
+// (docs/replication.md): a run that started before then, and killed the
+// other follower, would have no majority and stall for good.
+Status Replicated::AwaitFollowers() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  v1::StatusResponse leader;
+  repl_->FillStatus(&leader);
+  for (uint32_t id = 2; id <= o_.replicas; id++) {
+    const std::string admin = Hp(ports_[o_.replicas + 3 * (id - 2) + 1]);
+    std::string last;
+    for (;;) {
+      if (Status alive = followers_.CheckAlive(); !alive.ok()) return alive;
+      v1::StatusResponse f;
+      Status s = MemberStatus(admin, &f);
+      if (s.ok() && f.role() == v1::FOLLOWER && f.epoch() == leader.epoch()) break;
+      last = s.ok() ? "it is " + v1::Role_Name(f.role()) + " in epoch " + std::to_string(f.epoch()) : s.ToString();
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Status::Internal("follower " + std::to_string(id) + " did not follow epoch " +
+                                std::to_string(leader.epoch()) + " within 60 s (" + last + "); its log: " + dir_ +
+                                "/rolisd-" + std::to_string(id) + ".log");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  return Status::OK();
 }
 
 Status Replicated::Finish(RunResult* result) {
