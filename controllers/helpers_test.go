@@ -86,8 +86,14 @@ func startPods(ctx context.Context, c *dbv1.RolisCluster, ids []int32, revision 
 }
 
 func startPod(ctx context.Context, c *dbv1.RolisCluster, id int32, revision string) {
+	createPod(ctx, c, id, revision, corev1.ConditionTrue)
+}
+
+// createPod makes member id's pod as the StatefulSet would and reports it
+// running, with its Ready condition `ready`.
+func createPod(ctx context.Context, c *dbv1.RolisCluster, id int32, revision string, ready corev1.ConditionStatus) {
 	sts := &appsv1.StatefulSet{}
-	EventuallyWithOffset(2, func() error {
+	EventuallyWithOffset(3, func() error {
 		return k8s.Get(ctx, types.NamespacedName{Namespace: c.Namespace, Name: specs.StatefulSetName(c)}, sts)
 	}).Should(Succeed())
 	labels := map[string]string{}
@@ -101,14 +107,14 @@ func startPod(ctx context.Context, c *dbv1.RolisCluster, id int32, revision stri
 			Annotations: sts.Spec.Template.Annotations},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "rolisd", Image: c.Spec.Image}}},
 	}
-	ExpectWithOffset(2, k8s.Create(ctx, pod)).To(Succeed())
+	ExpectWithOffset(3, k8s.Create(ctx, pod)).To(Succeed())
 	// A merge patch, not an update: the operator may label the new pod
 	// before the kubelet (the test) reports it running.
 	created := pod.DeepCopy()
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "127.0.0.1", Conditions: []corev1.PodCondition{
-		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()},
+		{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()},
 	}}
-	ExpectWithOffset(2, k8s.Status().Patch(ctx, pod, client.MergeFrom(created))).To(Succeed())
+	ExpectWithOffset(3, k8s.Status().Patch(ctx, pod, client.MergeFrom(created))).To(Succeed())
 }
 
 func podRoles(ctx context.Context, c *dbv1.RolisCluster) func() map[string]string {

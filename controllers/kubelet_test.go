@@ -8,6 +8,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -50,7 +53,7 @@ func deleteMemberPod(ctx context.Context, c *dbv1.RolisCluster, m *testserver.Me
 
 // recreateMember waits for m's process to end (killing it after 10 s),
 // lets the pod object go, makes a new pod as the StatefulSet would and
-// starts rolisd in it, empty.
+// starts rolisd in it, empty; the pod turns Ready on /readyz (readyOnReadyz).
 func recreateMember(ctx context.Context, c *dbv1.RolisCluster, m *testserver.Member) {
 	GinkgoHelper()
 	_, _ = m.Stop(10 * time.Second) // the exit status of a stopped member says nothing here
@@ -64,8 +67,38 @@ func recreateMember(ctx context.Context, c *dbv1.RolisCluster, m *testserver.Mem
 	Eventually(func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, byKey(c.Namespace, name), &corev1.Pod{}))
 	}).Should(BeTrue(), "pod %s goes", name)
-	startPod(ctx, c, int32(m.ID), "rev1")
+	createPod(ctx, c, int32(m.ID), "rev1", corev1.ConditionFalse)
 	Expect(m.Restart(30*time.Second)).To(Succeed(), "%s restarts empty", name)
+	readyOnReadyz(ctx, c, m)
+}
+
+// startProbedPod makes member m's pod as the StatefulSet would, not Ready,
+// and then plays its readiness probe (readyOnReadyz).
+func startProbedPod(ctx context.Context, c *dbv1.RolisCluster, m *testserver.Member, revision string) {
+	GinkgoHelper()
+	createPod(ctx, c, int32(m.ID), revision, corev1.ConditionFalse)
+	readyOnReadyz(ctx, c, m)
+}
+
+// readyOnReadyz turns member m's pod Ready once rolisd's /readyz answers
+// 200 (within 2 minutes), as the kubelet's readiness probe does on a real
+// cluster. A member still catching up by state transfer is not ready, and
+// a rollout must wait for it: marking the pod Ready once rolisd merely
+// served let two members be restarted while one still caught up.
+func readyOnReadyz(ctx context.Context, c *dbv1.RolisCluster, m *testserver.Member) {
+	GinkgoHelper()
+	name := specs.PodName(c, int32(m.ID))
+	from := time.Now()
+	Eventually(func() (string, error) {
+		code, body, err := m.MetricsGet(ctx, "/readyz")
+		return fmt.Sprintf("HTTP %d: %s", code, strings.TrimSpace(string(body))), err
+	}).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).Should(HavePrefix("HTTP 200"), "%s/readyz", name)
+	p := &corev1.Pod{}
+	Expect(k8s.Get(ctx, byKey(c.Namespace, name), p)).To(Succeed())
+	patch := client.MergeFrom(p.DeepCopy())
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	Expect(k8s.Status().Patch(ctx, p, patch)).To(Succeed())
+	fmt.Fprintf(GinkgoWriter, "%s Ready: /readyz answered 200 after %v\n", name, time.Since(from).Round(time.Millisecond))
 }
 
 // memberRole is the role the operator reports for member id.

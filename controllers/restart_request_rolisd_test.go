@@ -50,7 +50,7 @@ func restartingKubelet(ctx context.Context, c *dbv1.RolisCluster, procs *testser
 				m := procs.Member(int(id))
 				_, _ = m.Stop(10 * time.Second) // its exit status says nothing here
 				Expect(m.Restart(30*time.Second)).To(Succeed(), "%s restarts", name)
-				startPod(ctx, c, id, rev())
+				startProbedPod(ctx, c, m, rev())
 			}
 		}
 	}()

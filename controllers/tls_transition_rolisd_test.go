@@ -88,7 +88,7 @@ func flagsKubelet(ctx context.Context, c *dbv1.RolisCluster, procs *testserver.C
 				m.SetArgs(args)
 				Expect(m.Restart(30*time.Second)).To(Succeed(), "%s restarts with %v", name, args)
 				fmt.Fprintf(GinkgoWriter, "%s restarted at %s with %v\n", name, rev, args[len(base[int(id)]):])
-				startPod(ctx, c, id, rev)
+				startProbedPod(ctx, c, m, rev)
 			}
 		}
 	}()
