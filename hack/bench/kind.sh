@@ -15,12 +15,15 @@
 #   hack/bench/kind.sh [OUT]     OUT: build/bench by default
 #   KIND_BENCH_CLUSTER=rolis-sample KIND_BENCH_NAMESPACE=default KIND_BENCH_SECONDS=10
 #   KIND_BENCH_MEMORY=3Gi (the members' memory limit, set when it differs)
+#   KIND_BENCH_PARTS="throughput failover rtt" (which of the three to run)
 source "$(dirname "$0")/../kind/lib.sh"
 OUT=${1:-$ROOT/build/bench}
 NAME=${KIND_BENCH_CLUSTER:-rolis-sample}
 NS=${KIND_BENCH_NAMESPACE:-default}
 SECS=${KIND_BENCH_SECONDS:-10}
 PLUGIN="$ROOT/bin/kubectl-rolis"
+PARTS=" ${KIND_BENCH_PARTS:-throughput failover rtt} "
+part() { [[ $PARTS == *" $1 "* ]]; }
 kc() { kubectl --context "kind-$KIND_CLUSTER" -n "$NS" "$@"; }
 mkdir -p "$OUT"
 [ -x "$PLUGIN" ] || die "no $PLUGIN: make build first"
@@ -86,12 +89,14 @@ print(json.dumps(r))' "$label" "$before" "$after" "$extra" >>"$OUT/$file"
   rm -f "$log"
 }
 
-: >"$OUT/kind.jsonl"
 failed=0
-bench "ycsbpp 1 stream" kind.jsonl {} --seconds="$SECS" -- --keys=100000 --json || failed=1
-bench "ycsbpp 4 streams" kind.jsonl {} --seconds="$SECS" -- --keys=100000 --no-load --concurrency=4 --json || failed=1
-bench "tpcc 1 stream" kind.jsonl {} --workload=tpcc --seconds="$SECS" -- --check --json || failed=1
-bench "tpcc 4 streams" kind.jsonl {} --workload=tpcc --seconds="$SECS" -- --concurrency=4 --check --json || failed=1
+if part throughput; then
+  : >"$OUT/kind.jsonl"
+  bench "ycsbpp 1 stream" kind.jsonl {} --seconds="$SECS" -- --keys=100000 --json || failed=1
+  bench "ycsbpp 4 streams" kind.jsonl {} --seconds="$SECS" -- --keys=100000 --no-load --concurrency=4 --json || failed=1
+  bench "tpcc 1 stream" kind.jsonl {} --workload=tpcc --seconds="$SECS" -- --check --json || failed=1
+  bench "tpcc 4 streams" kind.jsonl {} --workload=tpcc --seconds="$SECS" -- --concurrency=4 --check --json || failed=1
+fi
 
 # Failover timeline: the leader's rolisd killed 4 s into a 12 s run.
 failover() {
@@ -108,19 +113,56 @@ failover() {
   kill -9 $(rolisd_pids_of_pods "$uid")
   info "killed the rolisd of $leader"
   wait "$job" || return 1
-  grep '^{' "$log" | tail -1 | python3 -c 'import json,sys
-r = json.load(sys.stdin); r.update(kill_unix=float(sys.argv[1]), where="kind", election="operator")
-print(json.dumps(r))' "$kill" >>"$OUT/failover-kind.jsonl"
+  # Where the gap goes: the operator's first events after the kill (its
+  # clock is the host's: Kind's nodes share its kernel) and the first
+  # bucket of the run's timeline with a commit after the new leader opened.
+  kc get events.events.k8s.io --field-selector "regarding.name=$NAME" -o json >"$OUT/failover-kind-events.json"
+  grep '^{' "$log" | tail -1 | python3 -c 'import json, sys
+from datetime import datetime
+r = json.load(sys.stdin)
+kill = float(sys.argv[1])
+r.update(kill_unix=kill, where="kind", election="operator")
+def unix(t):
+    return datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp() if t else None
+seen = {}
+for e in json.load(open(sys.argv[2]))["items"]:
+    at = unix((e.get("series") or {}).get("lastObservedTime") or e.get("eventTime") or e["metadata"]["creationTimestamp"])
+    if at is not None and at >= kill:
+        seen[e["reason"]] = min(seen.get(e["reason"], at), at)
+def after(*reasons):
+    ts = [seen[x] for x in reasons if x in seen]
+    return round(min(ts) - kill, 3) if ts else None
+r["detected_after_s"] = after("LeaderGone", "LeaderUnhealthy", "LeaderLeaving")
+r["promoted_after_s"] = after("Promoted")
+r["label_moved_after_s"] = after("LeaderLabelMoved")
+# Replies the old leader sent before it died are still read for a few ms
+# after the kill: the first commit counted is the first after the new
+# leader opened.
+start = r.get("timeline_start_unix")
+opened = kill + (r["promoted_after_s"] or 0)
+for b in r.get("timeline", []):
+    if start is not None and start + b["t"] > opened and b["committed"] > 0:
+        r["first_commit_after_s"] = round(start + b["t"] - kill, 3)  # the start of its bucket
+        break
+print(json.dumps(r))' "$kill" "$OUT/failover-kind-events.json" >>"$OUT/failover-kind.jsonl"
+  tail -1 "$OUT/failover-kind.jsonl" | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print("    after the kill: detected %s s, promoted %s s, leader label moved %s s, first commit %s s" % tuple(
+    r.get(k) for k in ("detected_after_s", "promoted_after_s", "label_moved_after_s", "first_commit_after_s")))' >&2
   kc wait --for=condition=Ready "roliscluster/$NAME" --timeout=300s >/dev/null
 }
-: >"$OUT/failover-kind.jsonl"
-failover || failed=1
+if part failover; then
+  : >"$OUT/failover-kind.jsonl"
+  failover || failed=1
+fi
 
 # Injected round trip between the worker nodes. netem is a kernel qdisc
 # (CONFIG_NET_SCH_NETEM); without it there is no delay to inject.
 workers=$(kind get nodes --name "$KIND_CLUSTER" | grep worker || true)
 first=$(echo "$workers" | head -1)
-if docker exec "$first" tc qdisc add dev eth0 root netem delay 1ms 2>/dev/null; then
+if ! part rtt; then
+  :
+elif docker exec "$first" tc qdisc add dev eth0 root netem delay 1ms 2>/dev/null; then
   docker exec "$first" tc qdisc del dev eth0 root
   : >"$OUT/rtt.jsonl"
   for rtt in 0 5 20 50; do
