@@ -148,7 +148,8 @@ def kill_at(r):
 def plot_failover(d, rows, name):
     """Figure 3: one panel per run, committed and failed transactions per
     second in each bucket, the commits' p99 on the right axis, the kill as
-    a vertical line."""
+    a vertical line (on Kind, the operator's detection and the new leader's
+    open too)."""
     rows = [r for r in rows if r.get("timeline")]
     if not rows:
         return
@@ -169,6 +170,11 @@ def plot_failover(d, rows, name):
         k = kill_at(r)
         if k is not None:
             ax.axvline(k, color="black", linestyle="--", label="leader killed")
+            # On Kind: the operator's events after the kill (hack/bench/kind.sh).
+            for key, style, label in (("detected_after_s", ":", "operator detected it"),
+                                      ("promoted_after_s", "-.", "new leader open")):
+                if r.get(key) is not None:
+                    ax.axvline(k + float(r[key]), color="dimgray", linestyle=style, label=label)
         lat = ax.twinx()
         # No commit in a bucket: a gap in the line, not a slope across it.
         lat.plot([b["t"] + w / 2 for b in tl], [b["p99_us"] / 1000 if b.get("p99_us") else float("nan") for b in tl],
