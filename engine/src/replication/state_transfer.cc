@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "adopted_slots.h"
 #include "membership.h"
 #include "replica_common.h"
 #include "rolis/log.h"
@@ -180,39 +181,6 @@ Status StateTransfer::FetchSnapshot(uint64_t my_epoch, std::unique_ptr<ReceivedS
   return Unavailable("no snapshot:" + why);
 }
 
-std::vector<StreamSlots> StateTransfer::AdoptedSlots(const SnapshotReply& snap,
-                                                     const std::vector<const PromiseReply*>& oks) const {
-  // Per stream, after the snapshot: the slot of the highest ballot any of
-  // the votes holds. The slots below the snapshot's next_slot are not
-  // needed, and step 2 does not ask for them: they are chosen and already
-  // applied to the store the snapshot was scanned from (a follower replays
-  // a slot only once the leader's G has passed it; the leader's own
-  // snapshot ends at c_end, below which a majority accepted every slot),
-  // and Reset starts this member's log at next_slot with the snapshot's
-  // base reach and barrier, which is all a later failover walk reads of
-  // them (docs/replication.md, "Members that lose their memory"). Nothing
-  // below next_slot is kept, so no vote there could change what this
-  // member holds. Slots below it are still skipped here: a member of an
-  // older version ignores from_slot and sends every slot.
-  std::vector<StreamSlots> adopted(opts_.streams);
-  for (uint32_t t = 0; t < opts_.streams; t++) {
-    adopted[t].first_slot = snap.next_slot[t];
-    adopted[t].base_key = snap.stream_key[t];
-    adopted[t].base_barrier = snap.stream_barrier[t];
-    std::map<uint64_t, Slot> best;
-    for (const PromiseReply* r : oks) {
-      if (t >= r->streams.size()) continue;
-      for (const Slot& s : r->streams[t].slots) {
-        if (s.index < snap.next_slot[t] || !s.value) continue;
-        auto [it, fresh] = best.try_emplace(s.index, s);
-        if (!fresh && s.ballot > it->second.ballot) it->second = s;
-      }
-    }
-    for (auto& [i, s] : best) adopted[t].slots.push_back(s);
-  }
-  return adopted;
-}
-
 Status StateTransfer::Transfer() {
   if (!db_) return Status::FailedPrecondition("no engine attached");
   DecidedPtr known = control_->latest();
@@ -252,7 +220,7 @@ Status StateTransfer::Transfer() {
     if (IsBetterDecided(r->decided, newest)) newest = r->decided;
   }
   // 3. The store becomes the snapshot, with the votes adopted.
-  if (Status s = InstallSnapshot(*received, AdoptedSlots(snap, oks), max_promised, newest, oks); !s.ok()) return s;
+  if (Status s = InstallSnapshot(*received, AdoptedSlots(opts_.streams, snap, oks), max_promised, newest, oks); !s.ok()) return s;
   if (hooks_.transferred) hooks_.transferred(*received);
   leader_->ForgetDeposed();
   member_->dirty.store(false);

@@ -104,7 +104,6 @@ class StateTransfer {
   // Into *snap (a fresh one per member asked; the one that completed is
   // left in it).
   Status FetchSnapshot(uint64_t my_epoch, std::unique_ptr<ReceivedSnapshot>* snap);
-  std::vector<StreamSlots> AdoptedSlots(const SnapshotReply& snap, const std::vector<const PromiseReply*>& oks) const;
   Status InstallSnapshot(const ReceivedSnapshot& snap, const std::vector<StreamSlots>& adopted, uint64_t max_promised,
                          const DecidedPtr& newest, const std::vector<const PromiseReply*>& oks);
   // Majority of the members the cluster started with (the start-up probe).
