@@ -218,6 +218,22 @@ bool LeaderStreams::Drain(std::chrono::milliseconds timeout) {
   return false;
 }
 
+std::string LeaderStreams::StalledWithoutMajority() const {
+  std::lock_guard<std::mutex> g(mu_);
+  const auto now = SteadyClock::now();
+  for (uint32_t t = 0; t < opts_.streams; t++) {
+    const LeaderStream& s = *streams_[t];
+    // Its window of slots not yet on a majority is full, and that majority
+    // has not moved for live_window.
+    if (s.ring.Full() && s.next_index - s.c_end >= opts_.max_inflight && now - s.c_end_moved > opts_.live_window) {
+      return "stream " + std::to_string(t) + "'s writes wait for a majority to accept them, and none has for " +
+             std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - s.c_end_moved).count()) +
+             " ms: it needs a majority up";
+    }
+  }
+  return "";
+}
+
 std::string LeaderStreams::HoldForSnapshot(SnapshotReply* r, std::unique_ptr<HeldWorkers>* held) {
   // Writes pause while it is fixed: every worker is held, its batch closed,
   // and heartbeats sent until G covers every commit of the epoch. The store
@@ -225,6 +241,11 @@ std::string LeaderStreams::HoldForSnapshot(SnapshotReply* r, std::unique_ptr<Hel
   // every one of them chosen, which is what a caught-up follower's holds.
   const uint64_t E = streams_[0]->leading.load(std::memory_order_acquire);
   if (E == 0 || !open_.load()) return "not an open leader";
+  // A worker whose batches fill the ring waits, holding its mutex, until a
+  // majority accepts them: holding it would wait as long, and the member
+  // asking may be one that majority needs (it catches up by state
+  // transfer, another member is down).
+  if (std::string why = StalledWithoutMajority(); !why.empty()) return "the leader's snapshot: " + why;
   *held = std::make_unique<HeldWorkers>(worker_mutexes_);
   auto fail = [&](const std::string& why) {
     held->reset();

@@ -74,7 +74,7 @@ void LeaderStreams::OpenNow() {
       s.writer.Reset();
       s.count = 0;
       s.closed_ts = 0;
-      s.started = s.last_close = SteadyClock::now();
+      s.started = s.last_close = s.c_end_moved = SteadyClock::now();
       s.epoch_max_ts.store(0, std::memory_order_relaxed);
       s.leading.store(epoch_, std::memory_order_release);
     }

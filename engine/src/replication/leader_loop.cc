@@ -273,6 +273,7 @@ void LeaderStreams::AdvanceWatermark() {
     uint64_t c_end = std::min(held, s.next_index);
     if (c_end > s.c_end) {
       s.c_end = c_end;
+      s.c_end_moved = SteadyClock::now();
       s.c_key = s.c_end > s.log_start ? s.log[s.c_end - 1 - s.log_start].reach : s.base_reach;
     }
     if (s.c_end <= s.barrier_index) all_barriers = false;

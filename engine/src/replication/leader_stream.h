@@ -91,6 +91,7 @@ struct LeaderStream {
   uint64_t self_prefix = 0;
   uint64_t c_end = 0;
   LogKey c_key{};
+  SteadyClock::time_point c_end_moved{};  // when c_end last grew (or the epoch opened)
   std::vector<PeerState> peers;
 };
 

@@ -167,6 +167,10 @@ class LeaderStreams {
   // every worker held (in *held), its batch closed, G covering every commit
   // of the epoch. On failure, what to answer (the workers are released).
   std::string HoldForSnapshot(SnapshotReply* r, std::unique_ptr<HeldWorkers>* held);
+  // Why a hold of the workers would wait on a stalled log: a stream whose
+  // ring and window of slots not yet on a majority are full, with no slot
+  // newly on a majority for live_window (empty: none).
+  std::string StalledWithoutMajority() const;
 
   // Status of an open leader (false: not open).
   bool FillStatus(ReplicaStatus* st) const;

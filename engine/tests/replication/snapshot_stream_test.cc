@@ -4,6 +4,11 @@
 // part-way (a peer that went away).
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+
 #include "cluster_harness.h"
 
 namespace rolis::replication::testing {
@@ -39,6 +44,11 @@ class RecordingSink final : public SnapshotSink {
  private:
   const uint64_t fail_at_;
 };
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 bool InScanOrder(const std::vector<SnapshotWrite>& w) {
   for (size_t i = 1; i < w.size(); i++) {
@@ -94,6 +104,52 @@ TEST(SnapshotStream, ASinkThatFailsPartWayEndsTheScanAndTheNextSnapshotIsWhole) 
   ASSERT_TRUE(again.ok()) << again.message();
   EXPECT_EQ(whole.calls, "BAE");
   EXPECT_EQ(whole.writes.size(), 60u);
+}
+
+// Fault: the leader is cut off from both followers and its worker keeps
+// committing, so its batches fill the ring and the worker waits in flow
+// control, holding its mutex, for a majority that does not come (a member
+// catching up by state transfer and another down, as a follower asking the
+// leader for its snapshot may find). Invariant: the leader refuses its
+// snapshot at once, saying why, rather than wait on that mutex; once the
+// majority is back the worker goes on.
+TEST(SnapshotStream, ALeaderWhoseWritesWaitForAMajorityRefusesItsSnapshotAtOnce) {
+  ClusterOptions o;
+  o.max_inflight = 2;
+  o.live_window = 300ms;
+  Cluster c(o);
+  ASSERT_TRUE(c.Failover(1).ok());
+  ASSERT_EQ(c.Put(1, 0, "k", "v"), Cluster::Ack::kAcked);
+  c.net().Partition({1});
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> last_return_ms{NowMs()};
+  std::thread writer([&] {
+    for (int i = 0; i < 100000 && !stop.load(); i++) {
+      c.Put(1, 0, "w" + std::to_string(i), std::string(100, 'v'), 20ms);
+      last_return_ms.store(NowMs());
+    }
+  });
+  // The writer is blocked once a Put has not returned for a second.
+  const bool blocked = Cluster::WaitUntil([&] { return NowMs() - last_return_ms.load() > 1000; }, 20s);
+  RecordingSink sink;
+  Status s = Status::OK();
+  const auto asked = std::chrono::steady_clock::now();
+  std::future<Status> served = std::async(std::launch::async, [&] { return c.r(1).HandleSnapshot(SnapshotMsg{2}, &sink); });
+  const bool answered = served.wait_for(5s) == std::future_status::ready;
+  const auto took = std::chrono::steady_clock::now() - asked;
+  c.net().Heal();
+  if (answered) s = served.get();
+  stop.store(true);
+  writer.join();
+  if (!answered) served.wait();  // the majority is back: the hold ends
+  ASSERT_TRUE(blocked) << "the writer never waited in flow control";
+  ASSERT_TRUE(answered) << "the leader's snapshot waited on its worker's mutex";
+  EXPECT_LT(took, 1s);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("needs a majority up"), std::string::npos) << s.message();
+  EXPECT_EQ(sink.calls, "");
+  // The majority back, writes are acknowledged again.
+  EXPECT_EQ(c.Put(1, 0, "after", "1"), Cluster::Ack::kAcked);
 }
 
 // A member that is not a caught-up follower (restarted empty and cut off,
