@@ -280,6 +280,9 @@ class Replicated final : public Mode, public CommitHook, public WorkerHooks, pub
   Status AwaitFollowers();
   Status SpawnFollowers(Database* db);
   std::string MemberDataDir(uint32_t id) const { return data_dir_ + "/member-" + std::to_string(id); }
+  // Follower id's ports (ids 2..replicas): client, admin, metrics.
+  const int* FollowerPorts(uint32_t id) const { return &ports_[o_.replicas + 3 * (id - 2)]; }
+  std::string FollowerAdmin(uint32_t id) const { return Hp(FollowerPorts(id)[1]); }
 
   ModeOptions o_;
   std::string rolisd_;
@@ -382,7 +385,7 @@ Status Replicated::SpawnFollowers(Database* db) {
   }
   for (uint32_t i = 0; i < o_.replicas; i++) peers += (i ? "," : "") + std::to_string(i + 1) + "=" + Hp(ports_[i]);
   for (uint32_t id = 2; id <= o_.replicas; id++) {
-    const int* p = &ports_[o_.replicas + 3 * (id - 2)];
+    const int* p = FollowerPorts(id);
     FollowerSpec f;
     f.id = id;
     f.log_path = dir_ + "/rolisd-" + std::to_string(id) + ".log";
@@ -445,7 +448,7 @@ Status Replicated::CheckAcked(RunResult* result) {
   repl_->FillStatus(&leader);
   std::vector<std::string> followers;
   for (uint32_t id = 2; id <= o_.replicas; id++) {
-    if (id != killed_) followers.push_back(Hp(ports_[o_.replicas + 3 * (id - 2) + 1]));
+    if (id != killed_) followers.push_back(FollowerAdmin(id));
   }
   Status s = CheckAcknowledgedOnMajority(leader, followers, o_.replicas, acked);
   result->acked_check = s.ok() ? "ok" : "failed";
@@ -538,7 +541,7 @@ Status Replicated::AwaitFollowers() {
   v1::StatusResponse leader;
   repl_->FillStatus(&leader);
   for (uint32_t id = 2; id <= o_.replicas; id++) {
-    const std::string admin = Hp(ports_[o_.replicas + 3 * (id - 2) + 1]);
+    const std::string admin = FollowerAdmin(id);
     std::string last;
     for (;;) {
       if (Status alive = followers_.CheckAlive(); !alive.ok()) return alive;

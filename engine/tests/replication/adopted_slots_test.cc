@@ -9,28 +9,11 @@
 #include <vector>
 
 #include "acceptor.h"
+#include "acceptor_messages.h"
 #include "adopted_slots.h"
-#include "txn_batch.h"
 
 namespace rolis::replication::testing {
 namespace {
-
-AcceptMsg Accept(uint64_t epoch, uint32_t stream, uint64_t index) {
-  AcceptMsg m;
-  m.from = 2;
-  m.epoch = epoch;
-  m.stream = stream;
-  m.slot = Slot{index, epoch, TxnBatch(epoch, index + 1)};
-  return m;
-}
-
-PromiseMsg Peek(std::vector<uint64_t> from_slot) {
-  PromiseMsg m;
-  m.from = 3;
-  m.peek = true;
-  m.from_slot = std::move(from_slot);
-  return m;
-}
 
 SnapshotReply SnapshotAt(std::vector<uint64_t> next_slot) {
   SnapshotReply s;

@@ -6,29 +6,12 @@
 #include <cstdint>
 
 #include "acceptor.h"
+#include "acceptor_messages.h"
 #include "cluster_harness.h"
 #include "codec.h"
-#include "txn_batch.h"
 
 namespace rolis::replication::testing {
 namespace {
-
-AcceptMsg Accept(uint64_t epoch, uint32_t stream, uint64_t index) {
-  AcceptMsg m;
-  m.from = 2;
-  m.epoch = epoch;
-  m.stream = stream;
-  m.slot = Slot{index, epoch, TxnBatch(epoch, index + 1)};
-  return m;
-}
-
-PromiseMsg Peek(std::vector<uint64_t> from_slot) {
-  PromiseMsg m;
-  m.from = 3;
-  m.peek = true;
-  m.from_slot = std::move(from_slot);
-  return m;
-}
 
 std::vector<uint64_t> Indexes(const StreamSlots& s) {
   std::vector<uint64_t> out;
